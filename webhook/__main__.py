@@ -1,0 +1,5 @@
+import sys
+
+from webhook.cli import main
+
+sys.exit(main())

@@ -1,0 +1,179 @@
+"""Command line: `validate` and `mutate` run the very rules the server runs,
+on files. Exit codes: 0 fine, 1 a violation or denial, 2 usage or config error."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+import yaml
+
+from webhook import config as config_mod
+from webhook import engine, manifests
+from webhook.cluster.view import StaticView
+from webhook.errors import ROOT, Verdict, invalid
+from webhook.mutation.patch import apply
+
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
+
+
+def _load_config(path: str | None) -> config_mod.Config:
+    try:
+        return config_mod.load(path)
+    except config_mod.ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _load(paths: list[str]) -> tuple[list[manifests.Document], list[manifests.FileProblem]]:
+    try:
+        return manifests.load(paths)
+    except FileNotFoundError as exc:
+        print(f"error: {exc.args[0]}: no such file or directory", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _label(obj) -> tuple[str, str, str | None]:
+    _, kind, ns, name = manifests.identity(obj)
+    return kind or "<no kind>", f"{ns}/{name}" if ns else (name or "<no name>"), ns or None
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    cfg = _load_config(args.config)
+    docs, problems = _load(args.filename)
+    old_docs, old_problems = _load(args.old) if args.old else ([], [])
+    problems += old_problems
+    olds = {manifests.identity(d.obj): d.obj for d in old_docs}
+    view = StaticView([d.obj for d in docs], authoritative=False)
+    results = []
+    for doc in docs:
+        old = olds.get(manifests.identity(doc.obj)) if args.old else None
+        if isinstance(doc.obj, dict):
+            verdict = engine.validate(engine.Request.for_object(doc.obj, old), cfg, view)
+        else:
+            verdict = Verdict(errors=[invalid(ROOT, doc.obj, "a manifest must be an object")])
+        results.append((doc, verdict))
+
+    if args.output == "json":
+        out = []
+        for doc, v in results:
+            _, kind, ns, name = manifests.identity(doc.obj)
+            out.append({"file": doc.file, "kind": kind, "namespace": ns or None, "name": name,
+                        "allowed": v.allowed, "errors": [e.as_dict() for e in v.errors], "warnings": v.warnings})
+        for p in problems:
+            out.append({"file": p.file, "kind": None, "namespace": None, "name": None, "allowed": False,
+                        "errors": [{"field": "", "type": "Invalid", "detail": p.message}], "warnings": []})
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for p in problems:
+            print(f"{p.file}: error: {p.message}")
+        for doc, v in results:
+            kind, ident, _ = _label(doc.obj)
+            prefix = f"{doc.file}: {kind} {ident}"
+            for e in v.errors:
+                print(f"{prefix}: {e}")
+            for w in v.warnings:
+                print(f"{prefix}: Warning: {w}")
+            if v.allowed:
+                print(f"{prefix}: {'valid' if v.checked else 'skipped (no rules for this kind)'}")
+        bad = sum(1 for _, v in results if not v.allowed) + len(problems)
+        print(f"{len(results)} object(s) checked, {bad} invalid", file=sys.stderr)
+    return EXIT_VIOLATION if problems or any(not v.allowed for _, v in results) else EXIT_OK
+
+
+def cmd_mutate(args: argparse.Namespace) -> int:
+    cfg = _load_config(args.config)
+    docs, problems = _load(args.filename)
+    ctx_docs, ctx_problems = _load(args.context) if args.context else ([], [])
+    for p in problems + ctx_problems:
+        print(f"{p.file}: error: {p.message}", file=sys.stderr)
+    if problems or ctx_problems:
+        return EXIT_VIOLATION
+    view = StaticView([d.obj for d in ctx_docs], authoritative=True)
+    status, outputs = EXIT_OK, []
+    for doc in docs:
+        if not isinstance(doc.obj, dict):
+            print(f"{doc.file}: error: not an object", file=sys.stderr)
+            status = EXIT_VIOLATION
+            continue
+        verdict = engine.mutate(engine.Request.for_object(doc.obj), cfg, view)
+        kind, ident, _ = _label(doc.obj)
+        for w in verdict.warnings:
+            print(f"{doc.file}: {kind} {ident}: Warning: {w}", file=sys.stderr)
+        if not verdict.allowed:
+            for e in verdict.errors:
+                print(f"{doc.file}: {kind} {ident}: {e}", file=sys.stderr)
+            status = EXIT_VIOLATION
+            continue
+        ops = verdict.patch or []
+        outputs.append(ops if args.output == "patch" else apply(doc.obj, ops))
+    if args.output == "yaml":
+        yaml.safe_dump_all(outputs, sys.stdout, sort_keys=False)
+    else:
+        payload = outputs[0] if len(outputs) == 1 else outputs
+        json.dump(payload, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return status
+
+
+def cmd_schemas(args: argparse.Namespace) -> int:
+    from webhook.schemas import all_schemas
+    schemas = all_schemas()
+    if not args.name:
+        for name in sorted(schemas):
+            print(name)
+        return EXIT_OK
+    if args.name not in schemas:
+        print(f"error: no schema {args.name!r}; one of: {', '.join(sorted(schemas))}", file=sys.stderr)
+        return EXIT_USAGE
+    json.dump(schemas[args.name], sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="workload-webhook",
+                                     description="Admission webhook for Kubernetes 1.37 Workload-Aware Scheduling")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    v = sub.add_parser("validate", help="validate manifests offline with the webhook's rules")
+    v.add_argument("-f", "--filename", action="append", required=True, metavar="PATH",
+                   help="file or directory (YAML, multi-document, or JSON); repeatable; - for stdin")
+    v.add_argument("--old", action="append", metavar="PATH",
+                   help="the stored objects: judge -f as an UPDATE of the object with the same kind/namespace/name")
+    v.add_argument("--config", metavar="FILE", help="configuration file (rules.md §5)")
+    v.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    v.set_defaults(func=cmd_validate)
+
+    m = sub.add_parser("mutate", help="print a Pod or target object as the mutating webhook would change it")
+    m.add_argument("-f", "--filename", action="append", required=True, metavar="PATH")
+    m.add_argument("--context", action="append", metavar="PATH",
+                   help="PodGroups and Workloads that stand for the cluster; repeatable")
+    m.add_argument("--config", metavar="FILE")
+    m.add_argument("-o", "--output", choices=("yaml", "json", "patch"), default="yaml")
+    m.set_defaults(func=cmd_mutate)
+
+    s = sub.add_parser("schemas", help="list the published JSON Schemas, or print one")
+    s.add_argument("name", nargs="?")
+    s.set_defaults(func=cmd_schemas)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:          # argparse: 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        return args.func(args)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

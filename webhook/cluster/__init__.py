@@ -1,0 +1,1 @@
+"""The service's view of the cluster: PodGroups and Workloads by namespace/name."""

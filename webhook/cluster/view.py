@@ -1,0 +1,55 @@
+"""What the rules may ask of the cluster. The engine depends on this interface
+only; the server plugs in a watch cache, the CLI a static set of objects."""
+from __future__ import annotations
+
+from typing import Iterable, Protocol
+
+SCHEDULING_GROUP = "scheduling.k8s.io"
+
+
+class ClusterUnavailable(Exception):
+    """The cluster could not be asked (unreachable, timed out, forbidden)."""
+
+
+class ClusterView(Protocol):
+    # True when "not found" means the object does not exist (a live cluster),
+    # False when the view may simply not know it (offline files).
+    authoritative: bool
+
+    def podgroup(self, namespace: str, name: str) -> dict | None: ...
+
+    def workload(self, namespace: str, name: str) -> dict | None: ...
+
+
+class StaticView:
+    """A view over a fixed list of objects (CLI `--context`, tests)."""
+
+    def __init__(self, objects: Iterable[dict] = (), authoritative: bool = False):
+        self.authoritative = authoritative
+        self._objects: dict[tuple[str, str, str], dict] = {}
+        for obj in objects:
+            if not isinstance(obj, dict):
+                continue
+            group = str(obj.get("apiVersion", "")).split("/")[0]
+            meta = obj.get("metadata") or {}
+            if group == SCHEDULING_GROUP and obj.get("kind") in ("PodGroup", "Workload") and isinstance(meta, dict):
+                self._objects[(obj["kind"], meta.get("namespace") or "default", meta.get("name") or "")] = obj
+
+    def podgroup(self, namespace: str, name: str) -> dict | None:
+        return self._objects.get(("PodGroup", namespace or "default", name))
+
+    def workload(self, namespace: str, name: str) -> dict | None:
+        return self._objects.get(("Workload", namespace or "default", name))
+
+
+class DisabledView:
+    """No cluster configuration at all: nothing is known, nothing is looked up."""
+
+    authoritative = False
+    disabled = True
+
+    def podgroup(self, namespace: str, name: str) -> dict | None:
+        return None
+
+    def workload(self, namespace: str, name: str) -> dict | None:
+        return None

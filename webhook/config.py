@@ -1,0 +1,208 @@
+"""Typed settings, loaded from the YAML file of rules.md §5 and validated by
+`schemas/config.schema.json`. Every problem in a file is reported at once."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from webhook import formats
+from webhook.errors import FieldError, Path, invalid
+from webhook.paths import FieldPath, PathSyntaxError
+from webhook.schemas import structural_errors
+
+DEFAULT_GATES = {
+    "GenericWorkload": True,
+    "TopologyAwareWorkloadScheduling": True,
+    "DRAWorkloadResourceClaims": True,
+    "CompositePodGroup": False,
+    "PodGroupPreemptionPolicy": False,
+}
+DEFAULT_GROUP_LABEL = "scheduling.k8s.io/pod-group"
+DEFAULT_WORKLOAD_LABEL = "scheduling.k8s.io/workload"
+BLOCK_KEYS = ("schedulingPolicy", "schedulingConstraints", "disruptionMode", "resourceClaims")
+
+
+class ConfigError(Exception):
+    """An unusable configuration; `problems` lists each one as `path: reason`."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        super().__init__(f"{source}: invalid configuration:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+@dataclass(frozen=True)
+class LeafGroup:
+    """Where one leaf pod group's blocks sit inside a target object."""
+    schedulingPolicy: FieldPath | None = None
+    schedulingConstraints: FieldPath | None = None
+    disruptionMode: FieldPath | None = None
+    resourceClaims: FieldPath | None = None
+    size: FieldPath | None = None
+
+    def paths(self) -> dict[str, FieldPath]:
+        return {k: v for k in (*BLOCK_KEYS, "size") if (v := getattr(self, k)) is not None}
+
+
+@dataclass(frozen=True)
+class CompositeGroup:
+    schedulingPolicy: FieldPath
+    children: FieldPath
+    schedulingConstraints: FieldPath | None = None
+    disruptionMode: FieldPath | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    group: str
+    kind: str
+    versions: tuple[str, ...] = ()
+    groups: tuple[LeafGroup, ...] = ()
+    composite: CompositeGroup | None = None
+
+    def matches(self, group: str, version: str, kind: str) -> bool:
+        return group == self.group and kind == self.kind and (not self.versions or version in self.versions)
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    port: int = 8443
+    bindAddress: str = "127.0.0.1"
+    certDir: str = "certs"
+    workers: int = 2
+    maxBodyBytes: int = 3 * 1024 * 1024
+    lookupTimeoutSeconds: float = 2.0
+    logLevel: str = "info"
+    logFormat: str = "json"
+    cluster: str = "auto"
+
+
+@dataclass(frozen=True)
+class Config:
+    featureGates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES))
+    forbidAllWithBasic: bool = True
+    checkPodGroupAgainstWorkload: bool = True
+    minCountWithinSize: bool = True
+    maxMinCount: int | None = None
+    allowedTopologyKeys: tuple[str, ...] = ()
+    groupLabel: str = DEFAULT_GROUP_LABEL
+    workloadLabel: str | None = DEFAULT_WORKLOAD_LABEL
+    onMissingPodGroup: str = "allow"
+    claimsToContainers: str = "none"
+    targets: tuple[Target, ...] = ()
+    server: ServerSettings = field(default_factory=ServerSettings)
+
+    def gate(self, name: str) -> bool:
+        return self.featureGates.get(name, False)
+
+    def target_for(self, group: str, version: str, kind: str) -> Target | None:
+        return next((t for t in self.targets if t.matches(group, version, kind)), None)
+
+
+def _problems(errors: list[FieldError]) -> list[str]:
+    return [f"{e.field or '(top level)'}: {e.body()}" for e in errors]
+
+
+def _parse_path(raw: str, where: Path, errors: list[FieldError]) -> FieldPath | None:
+    try:
+        return FieldPath.parse(raw)
+    except PathSyntaxError as exc:
+        errors.append(invalid(where, raw, str(exc)))
+        return None
+
+
+def _check_fanout(paths: dict[str, FieldPath], where: Path, errors: list[FieldError]) -> None:
+    """All `[*]` of one group must walk the same lists, so index i means the same item everywhere."""
+    deepest = max(paths.values(), key=lambda p: p.wildcards, default=None)
+    if deepest is None:
+        return
+    for name, p in paths.items():
+        if p.list_prefixes() != deepest.list_prefixes()[: p.wildcards]:
+            errors.append(invalid(where.child(name), str(p),
+                                  f"its `[*]` lists must be a prefix of those of {deepest} (same items, same order)"))
+
+
+def from_dict(data: Any, source: str = "<config>") -> Config:
+    if data is None:
+        data = {}
+    errors = structural_errors("config", data)
+    if errors:
+        raise ConfigError(source, _problems(errors))
+
+    targets: list[Target] = []
+    for ti, t in enumerate(data.get("targets") or []):
+        tpath = Path("targets", ti)
+        groups = []
+        for gi, g in enumerate(t.get("groups") or []):
+            gpath = tpath.child("groups", gi)
+            parsed = {k: _parse_path(v, gpath.child(k), errors) for k, v in g.items()}
+            if any(v is None for v in parsed.values()):
+                continue
+            _check_fanout(parsed, gpath, errors)
+            groups.append(LeafGroup(**parsed))
+        composite = None
+        if t.get("composite"):
+            cpath = tpath.child("composite")
+            parsed = {k: _parse_path(v, cpath.child(k), errors) for k, v in t["composite"].items()}
+            if all(v is not None for v in parsed.values()):
+                for name, p in parsed.items():
+                    if p.wildcards:
+                        errors.append(invalid(cpath.child(name), str(p), "a composite block is one per object: `[*]` is not allowed"))
+                composite = CompositeGroup(**parsed)
+        targets.append(Target(group=t["group"], kind=t["kind"], versions=tuple(t.get("versions") or ()),
+                              groups=tuple(groups), composite=composite))
+    seen: dict[tuple, int] = {}
+    for ti, t in enumerate(targets):
+        for v in t.versions or ("*",):
+            key = (t.group, t.kind, v)
+            if key in seen:
+                errors.append(invalid(Path("targets", ti), f"{t.kind}.{t.group}",
+                                      f"configured twice (also targets[{seen[key]}])"))
+            seen[key] = ti
+
+    pods = data.get("pods") or {}
+    for key in ("groupLabel", "workloadLabel"):
+        if pods.get(key) and (problem := formats.qualified_name(pods[key])):
+            errors.append(invalid(Path("pods", key), pods[key], problem))
+    limits = data.get("limits") or {}
+    for i, key in enumerate(limits.get("allowedTopologyKeys") or []):
+        if problem := formats.qualified_name(key):
+            errors.append(invalid(Path("limits", "allowedTopologyKeys", i), key, problem))
+    if errors:
+        raise ConfigError(source, _problems(errors))
+
+    policies = data.get("policies") or {}
+    return Config(
+        featureGates={**DEFAULT_GATES, **(data.get("featureGates") or {})},
+        forbidAllWithBasic=policies.get("forbidAllWithBasic", True),
+        checkPodGroupAgainstWorkload=policies.get("checkPodGroupAgainstWorkload", True),
+        minCountWithinSize=policies.get("minCountWithinSize", True),
+        maxMinCount=limits.get("maxMinCount"),
+        allowedTopologyKeys=tuple(limits.get("allowedTopologyKeys") or ()),
+        groupLabel=pods.get("groupLabel", DEFAULT_GROUP_LABEL),
+        workloadLabel=pods.get("workloadLabel", DEFAULT_WORKLOAD_LABEL) or None,
+        onMissingPodGroup=pods.get("onMissingPodGroup", "allow"),
+        claimsToContainers=pods.get("claimsToContainers", "none"),
+        targets=tuple(targets),
+        server=ServerSettings(**(data.get("server") or {})),
+    )
+
+
+def load(path: str | os.PathLike | None) -> Config:
+    """Read a config file; None gives the defaults. Raises ConfigError."""
+    if path is None:
+        return Config()
+    source = os.fspath(path)
+    try:
+        with open(source, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except OSError as exc:
+        raise ConfigError(source, [f"cannot read: {exc.strerror}"]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ConfigError(source, [f"{where}not valid YAML: {getattr(exc, 'problem', None) or exc}"]) from None
+    return from_dict(data, source)

@@ -1,0 +1,117 @@
+"""The one entry point the server, the CLI and the tests share: a request in,
+a Verdict out. Pure: the only outside input is the ClusterView passed in."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.cluster.view import ClusterView, DisabledView
+from webhook.config import Config
+from webhook.errors import FieldError, Path, Verdict, invalid
+from webhook.mutation import patch, pods
+from webhook.mutation.defaults import default_target
+from webhook.targets import core, crd
+
+SCHEDULING = "scheduling.k8s.io"
+CORE_KINDS = {
+    ("v1beta1", "Workload"), ("v1alpha3", "Workload"),
+    ("v1beta1", "PodGroup"), ("v1alpha3", "PodGroup"),
+    ("v1alpha3", "CompositePodGroup"),
+}
+NOT_JUDGED = ("DELETE", "CONNECT")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What admission (or a file on disk) tells about one object."""
+    operation: str                 # CREATE | UPDATE | DELETE | CONNECT
+    group: str
+    version: str
+    kind: str
+    object: Any
+    old_object: Any = None
+    namespace: str | None = None
+    dry_run: bool = False
+
+    @classmethod
+    def for_object(cls, obj: dict, old: dict | None = None) -> "Request":
+        """A request for a manifest: group/version/kind from its apiVersion/kind."""
+        api_version = str(obj.get("apiVersion") or "")
+        group, _, version = api_version.rpartition("/")
+        namespace = (obj.get("metadata") or {}).get("namespace") if isinstance(obj.get("metadata"), dict) else None
+        return cls("UPDATE" if old is not None else "CREATE", group, version, str(obj.get("kind") or ""),
+                   obj, old, namespace)
+
+    @property
+    def old(self) -> dict | None:
+        return self.old_object if self.operation == "UPDATE" and isinstance(self.old_object, dict) else None
+
+
+def _dedupe(errors: list[FieldError]) -> list[FieldError]:
+    seen, out = set(), []
+    for e in errors:
+        key = (e.type, str(e.field), e.detail)
+        if key not in seen:
+            seen.add(key)
+            out.append(e)
+    return out
+
+
+def _guarded(fn, *args) -> Verdict:
+    """Hostile nesting must end in a denial, never in an exception."""
+    try:
+        return fn(*args)
+    except RecursionError:
+        return Verdict(errors=[invalid(Path(), "", "object is nested too deeply")])
+
+
+def validate(req: Request, cfg: Config, view: ClusterView | None = None) -> Verdict:
+    return _guarded(_validate, req, cfg, view or DisabledView())
+
+
+def mutate(req: Request, cfg: Config, view: ClusterView | None = None) -> Verdict:
+    return _guarded(_mutate, req, cfg, view or DisabledView())
+
+
+def _validate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
+    if req.operation in NOT_JUDGED:
+        return Verdict(checked=False)
+    obj, old = req.object, req.old
+    target = cfg.target_for(req.group, req.version, req.kind)
+    is_core = req.group == SCHEDULING and (req.version, req.kind) in CORE_KINDS
+    is_pod = req.group == "" and req.version == "v1" and req.kind == "Pod"
+    if not (target or is_core or is_pod):
+        return Verdict(checked=False)
+    if not isinstance(obj, dict):
+        return Verdict(errors=[invalid(Path(), obj, "must be of type object")])
+    if is_pod:
+        if req.operation != "CREATE":
+            return Verdict(checked=False)
+        return Verdict(errors=_dedupe(pods.check_pod(obj, cfg)))
+    if is_core:
+        if req.kind == "Workload":
+            found = core.validate_workload(obj, old, cfg)
+        elif req.kind == "PodGroup":
+            found = core.validate_podgroup(obj, old, cfg, view)
+        else:
+            found = core.validate_composite_podgroup(obj, old, cfg)
+    else:
+        found = crd.validate_target(obj, old, target, cfg)
+    return Verdict(errors=_dedupe(found.errors), warnings=found.warnings)
+
+
+def _mutate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
+    if req.operation != "CREATE":           # POD-7, DEF-1: only CREATE is mutated
+        return Verdict(checked=False)
+    obj = req.object
+    if req.group == "" and req.version == "v1" and req.kind == "Pod":
+        out = pods.mutate_pod(obj, req.namespace, cfg, view)
+        if out.errors:
+            return Verdict(errors=_dedupe(out.errors), warnings=out.warnings)
+        ops = patch.diff(obj, out.mutated) if out.mutated is not None else []
+        return Verdict(warnings=out.warnings, patch=ops or None)
+    target = cfg.target_for(req.group, req.version, req.kind)
+    if target is None or not isinstance(obj, dict):
+        return Verdict(checked=False)
+    ops = patch.diff(obj, default_target(obj, target))
+    return Verdict(patch=ops or None)

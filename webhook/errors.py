@@ -1,0 +1,172 @@
+"""Kubernetes-style field errors (k8s.io/apimachinery/pkg/util/validation/field).
+
+Every rule in the engine reports through these types, so the server, the CLI
+and the tests all see the same (type, field, value, detail) tuples.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field as dc_field
+from typing import Any, Iterable, Union
+
+Segment = Union[str, int]
+
+# Marker for "no bad value to print" (upstream: field.omitValue).
+OMIT = object()
+
+
+class Path(tuple):
+    """An immutable field path: ('spec', 'templates', 0, 'name') -> spec.templates[0].name.
+
+    Map keys that are not plain identifiers (label keys) are rendered as
+    `[key]`, as upstream does for `metadata.labels[app.kubernetes.io/name]`.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, *segments: Segment) -> "Path":
+        return super().__new__(cls, segments)
+
+    def child(self, *segments: Segment) -> "Path":
+        return Path(*self, *segments)
+
+    def index(self, i: int) -> "Path":
+        return Path(*self, i)
+
+    def key(self, k: str) -> "Path":
+        return Path(*self, _MapKey(k))
+
+    def __str__(self) -> str:
+        out = []
+        for seg in self:
+            if isinstance(seg, int):
+                out.append(f"[{seg}]")
+            elif isinstance(seg, _MapKey):
+                out.append(f"[{str.__str__(seg)}]")
+            else:
+                out.append(("." if out else "") + seg)
+        return "".join(out)
+
+    def __repr__(self) -> str:
+        return f"Path({str(self)!r})"
+
+
+class _MapKey(str):
+    """A map key segment: rendered `[key]` instead of `.key`."""
+
+    __slots__ = ()
+
+
+ROOT = Path()
+
+
+# Upstream type names (field.ErrorType.String()) and Status cause reasons.
+TYPES = {
+    "Required": ("Required value", "FieldValueRequired"),
+    "Invalid": ("Invalid value", "FieldValueInvalid"),
+    "Forbidden": ("Forbidden", "FieldValueForbidden"),
+    "NotSupported": ("Unsupported value", "FieldValueNotSupported"),
+    "TooMany": ("Too many", "FieldValueTooMany"),
+    "Duplicate": ("Duplicate value", "FieldValueDuplicate"),
+}
+# Types whose body never prints the bad value (as upstream).
+_NO_VALUE = {"Required", "Forbidden"}
+_MAX_VALUE_CHARS = 80
+
+
+def format_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        text = repr(value)
+    elif isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False)
+    else:
+        try:
+            text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+        except (TypeError, ValueError):
+            text = repr(value)
+    if len(text) > _MAX_VALUE_CHARS:
+        text = text[: _MAX_VALUE_CHARS - 3] + "..."
+    return text
+
+
+@dataclass(frozen=True)
+class FieldError:
+    type: str
+    field: Path
+    value: Any = OMIT
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        if self.type not in TYPES:
+            raise ValueError(f"unknown field error type {self.type!r}")
+
+    @property
+    def reason(self) -> str:
+        return TYPES[self.type][1]
+
+    def body(self) -> str:
+        """The part after the field, as kubectl prints it: `Invalid value: 0: detail`."""
+        text = TYPES[self.type][0]
+        if self.type not in _NO_VALUE and self.value is not OMIT:
+            text += ": " + format_value(self.value)
+        if self.detail:
+            text += ": " + self.detail
+        return text
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.body()}" if len(self.field) else self.body()
+
+    def as_dict(self) -> dict:
+        return {"field": str(self.field), "type": self.type, "detail": self.detail or self.body()}
+
+
+# Constructors named like upstream's field.Required(...), field.Invalid(...).
+def required(path: Path, detail: str = "") -> FieldError:
+    return FieldError("Required", path, OMIT, detail)
+
+
+def invalid(path: Path, value: Any, detail: str) -> FieldError:
+    return FieldError("Invalid", path, value, detail)
+
+
+def forbidden(path: Path, detail: str) -> FieldError:
+    return FieldError("Forbidden", path, OMIT, detail)
+
+
+def not_supported(path: Path, value: Any, supported: Iterable[str]) -> FieldError:
+    quoted = ", ".join(json.dumps(s) for s in sorted(supported))
+    return FieldError("NotSupported", path, value, f"supported values: {quoted}")
+
+
+def too_many(path: Path, actual: int, limit: int) -> FieldError:
+    return FieldError("TooMany", path, actual, f"must have at most {limit} item{'s' if limit != 1 else ''}")
+
+
+def duplicate(path: Path, value: Any) -> FieldError:
+    return FieldError("Duplicate", path, value, "")
+
+
+IMMUTABLE = "field is immutable"
+
+
+def immutable(path: Path, value: Any = OMIT) -> FieldError:
+    return FieldError("Invalid", path, value, IMMUTABLE)
+
+
+@dataclass
+class Verdict:
+    """What the engine answers for one object: errors deny, warnings advise,
+    `patch` (RFC 6902 ops) mutates. The server and the CLI only render it."""
+
+    errors: list[FieldError] = dc_field(default_factory=list)
+    warnings: list[str] = dc_field(default_factory=list)
+    patch: list[dict] | None = None
+    checked: bool = True  # False when no rule applies to this kind
+
+    @property
+    def allowed(self) -> bool:
+        return not self.errors

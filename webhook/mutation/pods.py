@@ -1,0 +1,155 @@
+"""Pods joining their pod group at CREATE (POD-1..8): `spec.schedulingGroup`,
+the group label, the workload label and the group's shared DRA claims.
+
+Works on a deep copy and only ever adds: what the Pod already had is never
+removed, reordered or rewritten, so mutating twice gives no second patch."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from webhook import formats
+from webhook.blocks import claims
+from webhook.cluster.view import ClusterUnavailable, ClusterView
+from webhook.config import Config
+from webhook.errors import FieldError, Path, forbidden, invalid
+from webhook.schemas import structural_errors
+
+GROUP_NAME = Path("spec", "schedulingGroup", "podGroupName")
+
+
+@dataclass
+class PodOutcome:
+    errors: list[FieldError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    mutated: dict | None = None
+
+
+def membership(pod: dict, cfg: Config) -> tuple[str | None, list[FieldError]]:
+    """The group a Pod names, by label or by `spec.schedulingGroup` (POD-1, POD-3).
+    Assumes the Pod passed the shape check."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    label = labels.get(cfg.groupLabel)
+    group = (pod.get("spec") or {}).get("schedulingGroup")
+    field_name = group.get("podGroupName") if group is not None else None
+    label_path = Path("metadata", "labels").key(cfg.groupLabel)
+    errors: list[FieldError] = []
+    if group is not None and not field_name:
+        errors.append(FieldError("Required", GROUP_NAME))
+    elif field_name and (problem := formats.dns_subdomain(field_name)):
+        errors.append(invalid(GROUP_NAME, field_name, problem))
+    if label is not None and (problem := formats.dns_subdomain(label)):
+        errors.append(invalid(label_path, label, f"must name a PodGroup: {problem}"))
+    if field_name and label is not None and field_name != label:
+        errors.append(invalid(GROUP_NAME, field_name,
+                              f"must equal the {cfg.groupLabel} label ({label!r}); the Pod would join two groups"))
+    return (field_name or label or None), errors
+
+
+def check_pod(pod: Any, cfg: Config) -> list[FieldError]:
+    """Membership consistency, for the validating webhook."""
+    shape = structural_errors("pod", pod)
+    return shape or membership(pod, cfg)[1]
+
+
+def _add_label(meta: dict, key: str, value: str, warnings: list[str], why: str) -> None:
+    labels = meta.get("labels") or {}
+    if key in labels:
+        return
+    if formats.label_value(value):
+        warnings.append(f"metadata.labels[{key}]: not added: {value!r} is not a valid label value ({why})")
+        return
+    labels[key] = value
+    meta["labels"] = labels
+
+
+def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) -> PodOutcome:
+    out = PodOutcome()
+    shape = structural_errors("pod", pod)
+    if shape:
+        out.errors = shape
+        return out
+    name, out.errors = membership(pod, cfg)
+    if out.errors or name is None:
+        return out
+    namespace = namespace or (pod.get("metadata") or {}).get("namespace") or "default"
+    mutated = copy.deepcopy(pod)
+    meta = mutated["metadata"] = mutated.get("metadata") or {}
+    spec = mutated["spec"] = mutated.get("spec") or {}
+
+    if spec.get("schedulingGroup") is None:                  # POD-1
+        spec["schedulingGroup"] = {"podGroupName": name}
+    _add_label(meta, cfg.groupLabel, name, out.warnings, "the PodGroup name")   # POD-2
+
+    podgroup = _lookup(namespace, name, cfg, view, out)      # POD-5
+    if out.errors:
+        return out
+    if podgroup is not None:
+        _inject_claims(spec, podgroup, name, cfg, out)       # POD-4
+        workload = ((podgroup.get("spec") or {}).get("workloadRef") or {}).get("workloadName")
+        if cfg.workloadLabel and isinstance(workload, str) and workload:   # POD-8
+            _add_label(meta, cfg.workloadLabel, workload, out.warnings, "the Workload name")
+    if not out.errors:
+        out.mutated = mutated
+    return out
+
+
+def _lookup(namespace: str, name: str, cfg: Config, view: ClusterView, out: PodOutcome) -> dict | None:
+    deny = cfg.onMissingPodGroup == "deny"
+    try:
+        podgroup = view.podgroup(namespace, name)
+    except ClusterUnavailable as exc:
+        if deny:
+            out.errors.append(forbidden(GROUP_NAME, f"PodGroup {name!r} could not be looked up ({exc}) "
+                                                    "and pods.onMissingPodGroup is deny"))
+        else:
+            out.warnings.append(f"{GROUP_NAME}: PodGroup {name!r} not looked up ({exc}); claims not injected")
+        return None
+    if podgroup is None:
+        if getattr(view, "disabled", False) and not deny:
+            out.warnings.append(f"{GROUP_NAME}: no cluster view; claims of PodGroup {name!r} not injected")
+        elif deny:
+            out.errors.append(invalid(GROUP_NAME, name, f"PodGroup {name!r} does not exist in namespace "
+                                                        f"{namespace!r} (pods.onMissingPodGroup: deny)"))
+        else:
+            out.warnings.append(f"{GROUP_NAME}: PodGroup {name!r} not found yet; its claims were not injected")
+        return None
+    if not isinstance(podgroup, dict):
+        return None
+    if (podgroup.get("metadata") or {}).get("deletionTimestamp"):
+        out.errors.append(forbidden(GROUP_NAME, f"cannot create Pod referencing PodGroup {name!r} "
+                                                "because it is being deleted"))
+        return None
+    return podgroup
+
+
+def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: PodOutcome) -> None:
+    group_claims = [c for c in ((podgroup.get("spec") or {}).get("resourceClaims") or [])
+                    if isinstance(c, dict) and isinstance(c.get("name"), str)]
+    if not group_claims:
+        return
+    pod_claims = spec.get("resourceClaims") or []
+    by_name = {c.get("name"): i for i, c in enumerate(pod_claims)}
+    added = []
+    for gc in group_claims:
+        i = by_name.get(gc["name"])
+        if i is None:
+            added.append({k: gc[k] for k in ("name", *claims.REFS) if gc.get(k)})
+        elif claims.reference(pod_claims[i]) != claims.reference(gc):
+            ref = next((f"{k}: {gc[k]}" for k in claims.REFS if gc.get(k)), "no reference")
+            out.errors.append(invalid(Path("spec", "resourceClaims", i), pod_claims[i],
+                                      f"conflicts with claim {gc['name']!r} of PodGroup {name!r} ({ref}); "
+                                      "the Pod would not share the group's claim"))
+    if out.errors:
+        return
+    if added:
+        spec["resourceClaims"] = pod_claims + added
+    if cfg.claimsToContainers == "all":
+        for container in spec.get("containers") or []:
+            resources = container.get("resources") or {}
+            have = {c.get("name") for c in resources.get("claims") or []}
+            missing = [{"name": gc["name"]} for gc in group_claims if gc["name"] not in have]
+            if missing:
+                resources["claims"] = (resources.get("claims") or []) + missing
+                container["resources"] = resources

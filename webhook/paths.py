@@ -1,0 +1,130 @@
+"""Dotted field paths with `[*]` fan-out, as written in the config
+(`spec.replicatedJobs[*].scheduling.schedulingPolicy`), resolved against plain
+JSON objects into concrete error paths (`spec.replicatedJobs[2].scheduling...`)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from webhook.errors import FieldError, Path, invalid
+
+_SEGMENT = re.compile(r"([A-Za-z0-9_$-]+)(\[\*\])?\Z")
+
+
+class PathSyntaxError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class FieldPath:
+    """A parsed config path: each segment is (field name, fans out over a list)."""
+    segments: tuple[tuple[str, bool], ...]
+
+    @classmethod
+    def parse(cls, text: str) -> "FieldPath":
+        if not isinstance(text, str) or not text:
+            raise PathSyntaxError("must be a non-empty dotted path")
+        segments = []
+        for part in text.split("."):
+            m = _SEGMENT.match(part)
+            if not m:
+                raise PathSyntaxError(f"bad segment {part!r}: use field names, dots and `[*]` after a list")
+            segments.append((m.group(1), m.group(2) is not None))
+        return cls(tuple(segments))
+
+    def __str__(self) -> str:
+        return ".".join(name + ("[*]" if fan else "") for name, fan in self.segments)
+
+    @property
+    def wildcards(self) -> int:
+        return sum(1 for _, fan in self.segments if fan)
+
+    def list_prefixes(self) -> tuple[str, ...]:
+        out, acc = [], []
+        for name, fan in self.segments:
+            acc.append(name)
+            if fan:
+                out.append(".".join(acc))
+            if fan:
+                acc[-1] = name + "[*]"
+        return tuple(out)
+
+    def concrete(self, indices: tuple[int, ...]) -> Path:
+        """The concrete path for one binding of the `[*]` indices (extra indices ignored)."""
+        segs: list = []
+        it = iter(indices)
+        for name, fan in self.segments:
+            segs.append(name)
+            if fan:
+                segs.append(next(it))
+        return Path(*segs)
+
+    def bindings(self, obj: Any) -> tuple[list[tuple[int, ...]], list[FieldError]]:
+        """Every index tuple the `[*]` segments take in `obj`. A missing list gives
+        none; a node of the wrong JSON type is reported, not raised."""
+        results: list[tuple[int, ...]] = []
+        errors: list[FieldError] = []
+        last_fan = max((i for i, (_, fan) in enumerate(self.segments) if fan), default=-1)
+
+        def walk(node: Any, seg_i: int, path: Path, idx: tuple[int, ...]) -> None:
+            if seg_i > last_fan:
+                results.append(idx)
+                return
+            name, fan = self.segments[seg_i]
+            if node is None:
+                return
+            if not isinstance(node, dict):
+                errors.append(invalid(path, node, "must be of type object"))
+                return
+            child, cpath = node.get(name), path.child(name)
+            if not fan:
+                walk(child, seg_i + 1, cpath, idx)
+                return
+            if child is None:
+                return
+            if not isinstance(child, list):
+                errors.append(invalid(cpath, child, "must be of type list"))
+                return
+            for i, item in enumerate(child):
+                walk(item, seg_i + 1, cpath.index(i), idx + (i,))
+
+        walk(obj, 0, Path(), ())
+        return results, errors
+
+
+class WrongType(Exception):
+    def __init__(self, error: FieldError):
+        self.error = error
+
+
+def get(obj: Any, path: Path) -> Any:
+    """The value at a concrete path, None when any part is missing.
+    Raises WrongType when a parent on the way is not a map/list."""
+    node = obj
+    walked: list = []
+    for seg in path:
+        if node is None:
+            return None
+        if isinstance(seg, int):
+            if not isinstance(node, list):
+                raise WrongType(invalid(Path(*walked), node, "must be of type list"))
+            node = node[seg] if seg < len(node) else None
+        else:
+            if not isinstance(node, dict):
+                raise WrongType(invalid(Path(*walked), node, "must be of type object"))
+            node = node.get(seg)
+        walked.append(seg)
+    return node
+
+
+def get_or_none(obj: Any, path: Path) -> Any:
+    try:
+        return get(obj, path)
+    except WrongType:
+        return None
+
+
+def iter_dicts(value: Any) -> Iterator[dict]:
+    if isinstance(value, list):
+        yield from (v for v in value if isinstance(v, dict))

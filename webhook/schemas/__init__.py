@@ -1,0 +1,102 @@
+"""The JSON Schemas (2020-12) shipped with the package, and the translation of
+jsonschema's findings into field errors, so no raw jsonschema message reaches
+a user. The schemas describe shape (types, int32 ranges); the meaning of each
+block (unions, limits, update rules) lives in its module under webhook.blocks.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from itertools import islice
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+from webhook.errors import FieldError, Path, ROOT, invalid, not_supported, required, too_many, duplicate
+
+BASE_ID = "https://workload-webhook.dev/schemas/"
+# Hostile objects can hold thousands of structural mistakes: report the first few.
+MAX_STRUCTURAL_ERRORS = 20
+
+
+def _files():
+    root = resources.files(__name__)
+    for entry in root.iterdir():
+        if entry.name.endswith(".schema.json"):
+            yield entry.name.removesuffix(".schema.json"), entry
+    for entry in root.joinpath("blocks").iterdir():
+        if entry.name.endswith(".schema.json"):
+            yield "blocks/" + entry.name.removesuffix(".schema.json"), entry
+
+
+@lru_cache(maxsize=None)
+def all_schemas() -> dict[str, dict]:
+    return {name: json.loads(entry.read_text()) for name, entry in _files()}
+
+
+@lru_cache(maxsize=None)
+def _registry() -> Registry:
+    return Registry().with_resources(
+        (schema["$id"], Resource.from_contents(schema)) for schema in all_schemas().values()
+    )
+
+
+@lru_cache(maxsize=None)
+def validator(name: str) -> Draft202012Validator:
+    return Draft202012Validator(all_schemas()[name], registry=_registry())
+
+
+_TYPE_NAMES = {"object": "object", "array": "list", "string": "string", "integer": "integer",
+               "number": "number", "boolean": "boolean"}
+
+
+def _translate(err, base: Path) -> FieldError:
+    path = base.child(*err.absolute_path)
+    kind, expected, value = err.validator, err.validator_value, err.instance
+    if kind == "type":
+        names = [expected] if isinstance(expected, str) else list(expected)
+        wanted = " or ".join(_TYPE_NAMES.get(n, n) for n in names if n != "null")
+        return invalid(path, value, f"must be of type {wanted}")
+    if kind in ("minimum", "maximum") and expected in (-2147483648, 2147483647):
+        return invalid(path, value, "must be a 32-bit integer")
+    if kind == "minimum":
+        return invalid(path, value, f"must be greater than or equal to {expected}")
+    if kind == "maximum":
+        return invalid(path, value, f"must be less than or equal to {expected}")
+    if kind == "exclusiveMinimum":
+        return invalid(path, value, f"must be greater than {expected}")
+    if kind == "required":
+        missing = next((p for p in expected if p not in value), expected[0])
+        return required(path.child(missing))
+    if kind == "additionalProperties":
+        extra = sorted(k for k in value if k not in err.schema.get("properties", {}))
+        return invalid(path.child(extra[0]) if extra else path, None if extra else value,
+                       "unknown field" + (f"; known fields: {', '.join(sorted(err.schema.get('properties', {})))}"
+                                          if err.schema.get("properties") else ""))
+    if kind == "enum":
+        return not_supported(path, value, [str(v) for v in expected])
+    if kind == "maxItems":
+        return too_many(path, len(value), expected)
+    if kind == "minItems":
+        return invalid(path, value, f"must have at least {expected} item{'s' if expected != 1 else ''}")
+    if kind == "minProperties":
+        return invalid(path, value, "must not be empty")
+    if kind == "minLength":
+        return invalid(path, value, "must not be empty")
+    if kind == "uniqueItems":
+        return duplicate(path, value)
+    if kind == "pattern":
+        return invalid(path, value, err.schema.get("description") or f"must match {expected}")
+    if kind == "anyOf":
+        options = [" and ".join(s.get("required", [])) for s in expected]
+        return required(path, "must set " + " or ".join(o for o in options if o))
+    return invalid(path, value, "does not match the schema")
+
+
+def structural_errors(name: str, instance: Any, base: Path = ROOT,
+                      limit: int = MAX_STRUCTURAL_ERRORS) -> list[FieldError]:
+    """Shape errors of `instance` against schema `name`, as field errors under `base`."""
+    found = islice(validator(name).iter_errors(instance), limit)
+    return sorted((_translate(e, base) for e in found), key=lambda e: str(e.field))

@@ -1,0 +1,174 @@
+"""CRDs configured as targets: the building blocks wherever the config says
+they sit (TGT-1..3), with size bounds (POL-3) and update rules (POL-4).
+Errors carry the CRD's own field paths."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from webhook.blocks import claims, composite, constraints, disruption, policy
+from webhook.blocks.common import EMBEDDED, same
+from webhook.config import CompositeGroup, Config, LeafGroup, Target
+from webhook.errors import FieldError, Path, invalid
+from webhook.paths import FieldPath, WrongType, get
+from webhook.targets.core import Findings
+
+# Per block: (module with shape/validate_update, config key)
+_LEAF_BLOCKS = (("schedulingPolicy", policy), ("schedulingConstraints", constraints),
+                ("disruptionMode", disruption), ("resourceClaims", claims))
+
+
+@dataclass
+class Block:
+    """One block of one group instance, resolved to a concrete path."""
+    path: Path
+    value: Any
+    old: Any = None
+    ok: bool = True       # shape is right, rules may read it
+
+    @property
+    def changed(self) -> bool:
+        return not same(self.value, self.old)
+
+
+@dataclass
+class Instance:
+    """One leaf group of an object (one binding of the `[*]` indices)."""
+    blocks: dict[str, Block]
+    size: Any = None
+    size_path: Path | None = None
+    old_size: Any = None
+
+
+def _resolve(obj: Any, fp: FieldPath, idx: tuple[int, ...], errors: list[FieldError]) -> tuple[Path, Any, bool]:
+    path = fp.concrete(idx)
+    try:
+        return path, get(obj, path), True
+    except WrongType as exc:
+        errors.append(exc.error)
+        return path, None, False
+
+
+def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[FieldError]) -> Iterator[Instance]:
+    """Every leaf group instance the config entry describes in `obj` (TGT-3 fan-out)."""
+    paths = group.paths()
+    deepest = max(paths.values(), key=lambda p: p.wildcards)
+    bindings, problems = deepest.bindings(obj)
+    errors += problems
+    for idx in bindings:
+        inst = Instance(blocks={})
+        for key, module in _LEAF_BLOCKS:
+            if key not in paths:
+                continue
+            path, value, ok = _resolve(obj, paths[key], idx, errors)
+            old_value = _resolve(old, paths[key], idx, [])[1] if old is not None else None
+            shape = module.shape(value, path) if ok else []
+            errors += shape
+            inst.blocks[key] = Block(path, value, old_value, ok and not shape)
+        if "size" in paths:
+            inst.size_path, inst.size, _ = _resolve(obj, paths["size"], idx, [])
+            if old is not None:
+                inst.old_size = _resolve(old, paths["size"], idx, [])[1]
+        yield inst
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _validate_leaf(inst: Instance, updating: bool, cfg: Config) -> list[FieldError]:
+    errors: list[FieldError] = []
+    b = inst.blocks
+    pol, dis, con, clm = (b.get(k) for k in ("schedulingPolicy", "disruptionMode", "schedulingConstraints", "resourceClaims"))
+    # Create-time rules; on update only for blocks that changed (ratcheting).
+    if pol and pol.ok and (not updating or pol.changed):
+        errors += policy.validate(pol.value, pol.path, EMBEDDED, cfg.maxMinCount)
+    # Frozen blocks: on update only the change itself is reported (as DV's immutable does).
+    if dis and dis.ok and not updating:
+        errors += disruption.validate(dis.value, dis.path)
+    if con and con.ok and not updating:
+        errors += constraints.validate(con.value, con.path, cfg.allowedTopologyKeys)
+    if clm and clm.ok and not updating:
+        errors += claims.validate(clm.value, clm.path)
+    if cfg.forbidAllWithBasic and dis and dis.ok and (pol is None or pol.ok) \
+            and (not updating or dis.changed or (pol is not None and pol.changed)):
+        errors += disruption.validate_against_policy(
+            dis.value, dis.path, policy.kind_of(pol.value) if pol else None,
+            pol.path if pol else None)
+    # POL-3: minCount within the group's size, re-checked whenever either moves.
+    if cfg.minCountWithinSize and pol and pol.ok and inst.size_path is not None:
+        count, size = _count(policy.get_min_count(pol.value)), _count(inst.size)
+        moved = not updating or pol.changed or inst.size != inst.old_size
+        if count is not None and size is not None and count > size and moved:
+            errors.append(invalid(pol.path.child("gang", "minCount"), count,
+                                  f"must be less than or equal to {inst.size_path} ({size})"))
+    if updating:
+        if pol and pol.ok:
+            errors += policy.validate_update(pol.value, pol.old, pol.path, EMBEDDED)
+        for blk, module in ((dis, disruption), (con, constraints), (clm, claims)):
+            if blk and blk.ok:
+                errors += module.validate_update(blk.value, blk.old, blk.path)
+    return errors
+
+
+def composite_instance(obj: dict, old: dict | None, comp: CompositeGroup,
+                       errors: list[FieldError]) -> tuple[dict[str, Block], Path, int | None]:
+    blocks: dict[str, Block] = {}
+    for key, module in (("schedulingPolicy", composite), ("schedulingConstraints", constraints),
+                        ("disruptionMode", disruption)):
+        fp = getattr(comp, key)
+        if fp is None:
+            continue
+        path, value, ok = _resolve(obj, fp, (), errors)
+        old_value = _resolve(old, fp, (), [])[1] if old is not None else None
+        shape = module.shape(value, path) if ok else []
+        errors += shape
+        blocks[key] = Block(path, value, old_value, ok and not shape)
+    cpath, children, ok = _resolve(obj, comp.children, (), errors)
+    count = None
+    if ok:
+        if children is None:
+            count = 0
+        elif isinstance(children, list):
+            count = len(children)
+        else:
+            errors.append(invalid(cpath, children, "must be of type list"))
+    return blocks, cpath, count
+
+
+def _validate_composite(obj: dict, old: dict | None, comp: CompositeGroup, cfg: Config) -> list[FieldError]:
+    errors: list[FieldError] = []
+    blocks, cpath, count = composite_instance(obj, old, comp, errors)
+    updating = old is not None
+    old_count = composite_instance(old, None, comp, [])[2] if updating else None
+    pol, dis, con = (blocks.get(k) for k in ("schedulingPolicy", "disruptionMode", "schedulingConstraints"))
+    if pol.ok and not updating:
+        errors += composite.validate(pol.value, pol.path, EMBEDDED)
+    if pol.ok and pol.value is not None and count is not None and (not updating or count != old_count):
+        errors += composite.validate_children(count, cpath)
+        if cfg.minCountWithinSize:
+            errors += composite.validate_bound(pol.value, pol.path, count, cpath)
+    if dis and dis.ok and not updating:
+        errors += disruption.validate(dis.value, dis.path)
+    if con and con.ok and not updating:
+        errors += constraints.validate(con.value, con.path, cfg.allowedTopologyKeys)
+    if cfg.forbidAllWithBasic and dis and dis.ok and pol.ok and (not updating or dis.changed or pol.changed):
+        errors += disruption.validate_against_policy(dis.value, dis.path, composite.kind_of(pol.value), pol.path)
+    if updating:
+        for blk, module in ((pol, composite), (dis, disruption), (con, constraints)):
+            if blk and blk.ok:
+                errors += module.validate_update(blk.value, blk.old, blk.path)
+    return errors
+
+
+def validate_target(obj: dict, old: dict | None, target: Target, cfg: Config) -> Findings:
+    found = Findings()
+    if not isinstance(obj, dict):
+        found.errors.append(invalid(Path(), obj, "must be of type object"))
+        return found
+    for group in target.groups:
+        for inst in leaf_instances(obj, old, group, found.errors):
+            found.errors += _validate_leaf(inst, old is not None, cfg)
+    if target.composite is not None:
+        found.errors += _validate_composite(obj, old, target.composite, cfg)
+    return found
