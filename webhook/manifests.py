@@ -12,6 +12,17 @@ import yaml
 SUFFIXES = (".yaml", ".yml", ".json")
 
 
+class _Loader(yaml.SafeLoader):
+    """Safe YAML without timestamp conversion: `2026-11-29T00:00:00Z` stays a
+    string, as the API server would read it."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [r for r in resolvers if r[0] != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 @dataclass
 class Document:
     file: str
@@ -63,7 +74,7 @@ def load(paths: list[str]) -> tuple[list[Document], list[FileProblem]]:
             if path.endswith(".json"):
                 parsed = [json.loads(text)]
             else:
-                parsed = list(yaml.safe_load_all(text))
+                parsed = list(yaml.load_all(text, Loader=_Loader))
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(FileProblem(path, f"cannot read: {exc}"))
             continue

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 from webhook.errors import FieldError, Path, invalid
 
-_SEGMENT = re.compile(r"([A-Za-z0-9_$-]+)(\[\*\])?\Z")
+_SEGMENT = re.compile(r"([A-Za-z0-9_-]+)(\[\*\])?\Z")
 
 
 class PathSyntaxError(ValueError):

@@ -2,6 +2,11 @@
 jsonschema's findings into field errors, so no raw jsonschema message reaches
 a user. The schemas describe shape (types, int32 ranges); the meaning of each
 block (unions, limits, update rules) lives in its module under webhook.blocks.
+
+Every admission request is checked, so the common case (a well-formed object)
+takes a fast path: the same schema compiled to Python by fastjsonschema
+(~15x faster than jsonschema here, see bench/). Only an object it rejects is
+walked by jsonschema, which reports every problem with its path.
 """
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from importlib import resources
 from itertools import islice
 from typing import Any
 
+import fastjsonschema
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
@@ -46,6 +52,29 @@ def _registry() -> Registry:
 @lru_cache(maxsize=None)
 def validator(name: str) -> Draft202012Validator:
     return Draft202012Validator(all_schemas()[name], registry=_registry())
+
+
+def _inline(node: Any, by_id: dict[str, dict]) -> Any:
+    """Replace cross-file `$ref`s by their target, for the single-document fast path."""
+    if isinstance(node, dict):
+        if node.get("$ref") in by_id:
+            target = {k: v for k, v in by_id[node["$ref"]].items() if k not in ("$id", "$schema")}
+            return _inline(target, by_id)
+        return {k: _inline(v, by_id) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, by_id) for v in node]
+    return node
+
+
+@lru_cache(maxsize=None)
+def _fast(name: str):
+    schemas = all_schemas()
+    by_id = {s["$id"]: s for s in schemas.values()}
+    schema = _inline(schemas[name], by_id)
+    schema.pop("$id", None)
+    # The keywords used here mean the same in draft-07, which fastjsonschema compiles.
+    schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+    return fastjsonschema.compile(schema)
 
 
 _TYPE_NAMES = {"object": "object", "array": "list", "string": "string", "integer": "integer",
@@ -98,5 +127,10 @@ def _translate(err, base: Path) -> FieldError:
 def structural_errors(name: str, instance: Any, base: Path = ROOT,
                       limit: int = MAX_STRUCTURAL_ERRORS) -> list[FieldError]:
     """Shape errors of `instance` against schema `name`, as field errors under `base`."""
+    try:
+        _fast(name)(instance)
+        return []
+    except fastjsonschema.JsonSchemaException:
+        pass
     found = islice(validator(name).iter_errors(instance), limit)
     return sorted((_translate(e, base) for e in found), key=lambda e: str(e.field))

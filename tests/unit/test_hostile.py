@@ -1,0 +1,126 @@
+"""Malformed and hostile objects get field errors or clean answers, never
+exceptions (property-based, hypothesis), and large inputs stay bounded."""
+import copy
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from webhook import engine
+from webhook.errors import FieldError
+from tests.unit.helpers import config, groupjob, pod, podgroup, template, trainjob, workload
+
+CFG = config(pods={"claimsToContainers": "all"})
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+                    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20))
+json_values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=12), inner, max_size=4)), max_leaves=25)
+
+SEEDS = [
+    workload([template("a", disruptionMode={"all": {}}, resourceClaims=[{"name": "g", "resourceClaimName": "g"}],
+                       schedulingConstraints={"topology": [{"key": "k"}]})]),
+    podgroup(resourceClaims=[{"name": "g", "resourceClaimName": "g"}], workloadRef={"workloadName": "w", "templateName": "t"}),
+    trainjob({"schedulingPolicy": {"gang": {"minCount": 2}}, "disruptionMode": {"all": {}},
+              "resourceClaims": [{"name": "g", "resourceClaimName": "g"}]}),
+    groupjob({"schedulingPolicy": {"gang": {"minGroupCount": 1}}},
+             [{"replicas": 2, "scheduling": {"schedulingPolicy": {"gang": {"minCount": 2}}}}]),
+    pod({"scheduling.k8s.io/pod-group": "pg"}, resourceClaims=[{"name": "g", "resourceClaimName": "g"}]),
+]
+
+
+def _paths(obj, prefix=()):
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _paths(v, prefix + (i,))
+
+
+def _replace(obj, path, value):
+    if not path:
+        return value
+    out = copy.deepcopy(obj)
+    node = out
+    for seg in path[:-1]:
+        node = node[seg]
+    node[path[-1]] = value
+    return out
+
+
+@st.composite
+def corrupted(draw):
+    """A valid seed with one node anywhere replaced by arbitrary JSON."""
+    seed = draw(st.sampled_from(SEEDS))
+    paths = [p for p in _paths(seed) if p[:1] != ("apiVersion",) and p[:1] != ("kind",)]
+    path = draw(st.sampled_from(paths))
+    return seed, _replace(seed, path, draw(json_values))
+
+
+def _judge(seed, obj, old=None):
+    group, _, version = seed["apiVersion"].rpartition("/")
+    req = engine.Request("UPDATE" if old is not None else "CREATE", group, version, seed["kind"], obj, old, "ml")
+    for verdict in (engine.validate(req, CFG), engine.mutate(req, CFG)):
+        assert all(isinstance(e, FieldError) for e in verdict.errors)
+        for e in verdict.errors:
+            str(e)  # every error renders
+        if verdict.patch:
+            assert isinstance(verdict.patch, list)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(corrupted())
+def test_corrupted_objects_never_raise(case):
+    seed, obj = case
+    _judge(seed, obj)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(corrupted(), corrupted())
+def test_corrupted_updates_never_raise(new, old):
+    _judge(new[0], new[1], old[1] if old[0]["kind"] == new[0]["kind"] else new[0])
+
+
+def test_unicode_names_are_invalid_not_crashes():
+    v = engine.validate(engine.Request.for_object(workload([template("wörkers✓")])), CFG)
+    assert [(e.type, str(e.field)) for e in v.errors] == [("Invalid", "spec.podGroupTemplates[0].name")]
+
+
+def test_huge_integers():
+    v = engine.validate(engine.Request.for_object(podgroup(schedulingPolicy={"gang": {"minCount": 10**40}})), CFG)
+    assert [(e.type, str(e.field)) for e in v.errors] == [("Invalid", "spec.schedulingPolicy.gang.minCount")]
+
+
+def test_ten_thousand_element_lists_are_bounded():
+    claims = [{"name": f"c{i}", "resourceClaimName": "x"} for i in range(10_000)]
+    v = engine.validate(engine.Request.for_object(podgroup(resourceClaims=claims)), CFG)
+    assert [(e.type, str(e.field)) for e in v.errors] == [("TooMany", "spec.resourceClaims")]
+    wl = engine.validate(engine.Request.for_object(workload([template(f"t{i}") for i in range(10_000)])), CFG)
+    assert ("TooMany", "spec.podGroupTemplates") in {(e.type, str(e.field)) for e in wl.errors}
+    jobs = [{"replicas": 1, "scheduling": {"schedulingPolicy": {"gang": {"minCount": 2}}}}] * 10_000
+    gj = engine.validate(engine.Request.for_object(groupjob(None, jobs)), CFG)
+    assert len(gj.errors) == 10_000  # every item is judged, each at its own index
+    assert str(gj.errors[-1].field) == "spec.replicatedJobs[9999].scheduling.schedulingPolicy.gang.minCount"
+
+
+def test_structural_errors_are_capped():
+    bad = [{"name": 1, "resourceClaimName": 2}] * 10_000
+    v = engine.validate(engine.Request.for_object(podgroup(resourceClaims=bad)), CFG)
+    assert 0 < len(v.errors) <= 20
+
+
+def test_deep_nesting_is_a_denial():
+    node: dict = {}
+    for _ in range(5000):
+        node = {"x": node}
+    v = engine.validate(engine.Request.for_object(trainjob({"schedulingPolicy": node})), CFG)
+    assert not v.allowed
+    deep = workload(composites=[node])
+    assert not engine.validate(engine.Request.for_object(deep), CFG).allowed
+
+
+def test_null_everywhere_is_absent():
+    obj = podgroup(schedulingConstraints=None, resourceClaims=None)
+    obj["spec"]["priority"] = None
+    obj["metadata"]["labels"] = None
+    assert engine.validate(engine.Request.for_object(obj), CFG).allowed
