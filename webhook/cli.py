@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Sequence
 
@@ -133,6 +134,80 @@ def cmd_schemas(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+ENV_PREFIX = "WW_"
+# flag name -> (ServerSettings field, type); each also reads WW_<FIELD> from the environment.
+SERVER_FLAGS = {
+    "port": ("port", int), "bind_address": ("bindAddress", str), "cert_dir": ("certDir", str),
+    "workers": ("workers", int), "max_body_bytes": ("maxBodyBytes", int),
+    "lookup_timeout": ("lookupTimeoutSeconds", float), "log_level": ("logLevel", str),
+    "log_format": ("logFormat", str), "cluster": ("cluster", str),
+}
+
+
+def server_settings(cfg: config_mod.Config, args: argparse.Namespace, environ=None) -> config_mod.ServerSettings:
+    """Flags over environment variables over the config file over defaults."""
+    import dataclasses
+    import os
+    environ = os.environ if environ is None else environ
+    values = {}
+    for flag, (name, kind) in SERVER_FLAGS.items():
+        raw = getattr(args, flag, None)
+        env_name = ENV_PREFIX + flag.upper()
+        if raw is None and environ.get(env_name):
+            raw = environ[env_name]
+            try:
+                raw = kind(raw)
+            except ValueError:
+                raise config_mod.ConfigError(env_name, [f"{env_name}: not a valid {kind.__name__}: {raw!r}"]) from None
+        if raw is not None:
+            values[name] = raw
+    merged = dataclasses.replace(cfg.server, **values)
+    problems = config_mod.server_problems(merged)
+    if problems:
+        raise config_mod.ConfigError("server settings", problems)
+    return merged
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import os
+    import tempfile
+    cfg = _load_config(args.config or os.environ.get(ENV_PREFIX + "CONFIG"))
+    try:
+        settings = server_settings(cfg, args)
+    except config_mod.ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_USAGE
+    from webhook import certs
+    paths, generated = certs.ensure(settings.certDir)
+    if generated:
+        print(f"generated development certificates in {settings.certDir}; CA: {paths.ca_cert}", file=sys.stderr)
+    else:
+        print(f"serving with {paths.cert}", file=sys.stderr)
+    # Metrics of all workers add up through files in this directory (prometheus multiprocess mode).
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="workload-webhook-metrics-"))
+    from webhook.server.gunicorn_app import Launch, WebhookServer
+    import dataclasses
+    cfg = dataclasses.replace(cfg, server=settings)
+    WebhookServer(Launch(cfg, paths, kubeconfig=args.kubeconfig or os.environ.get("KUBECONFIG"))).run()
+    return EXIT_OK
+
+
+def cmd_certs(args: argparse.Namespace) -> int:
+    from webhook import certs
+    if args.certs_command == "generate":
+        ca = certs.load_ca(args.ca_dir) if args.ca_dir else None
+        paths = certs.generate(args.out, dns_names=tuple(args.dns or certs.DEFAULT_DNS),
+                               ips=tuple(args.ip or certs.DEFAULT_IPS), ca=ca)
+        print(paths.ca_cert if ca is None else os.path.join(args.ca_dir, certs.CA_CERT))
+        return EXIT_OK
+    try:
+        print(certs.describe(args.file))
+    except (OSError, ValueError) as exc:
+        print(f"error: {args.file}: {exc}", file=sys.stderr)
+        return EXIT_VIOLATION
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workload-webhook",
                                      description="Admission webhook for Kubernetes 1.37 Workload-Aware Scheduling")
@@ -154,6 +229,34 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--config", metavar="FILE")
     m.add_argument("-o", "--output", choices=("yaml", "json", "patch"), default="yaml")
     m.set_defaults(func=cmd_mutate)
+
+    sv = sub.add_parser("serve", help="run the admission webhook (gunicorn, TLS)")
+    sv.add_argument("--config", metavar="FILE", help="configuration file (env WW_CONFIG)")
+    sv.add_argument("--cert-dir", dest="cert_dir", metavar="DIR",
+                    help="tls.crt/tls.key (generated with a development CA when absent); default certs")
+    sv.add_argument("--port", type=int, help="default 8443")
+    sv.add_argument("--bind-address", dest="bind_address", help="default 127.0.0.1")
+    sv.add_argument("--workers", type=int, help="gunicorn worker processes; default 2")
+    sv.add_argument("--max-body-bytes", dest="max_body_bytes", type=int, help="default 3145728 (3 MiB)")
+    sv.add_argument("--lookup-timeout", dest="lookup_timeout", type=float,
+                    help="seconds a PodGroup/Workload lookup may take; default 2")
+    sv.add_argument("--log-level", dest="log_level", choices=("debug", "info", "warning", "error"))
+    sv.add_argument("--log-format", dest="log_format", choices=("json", "text"))
+    sv.add_argument("--cluster", choices=("auto", "kubeconfig", "in-cluster", "disabled"),
+                    help="where the cluster view comes from; default auto (in-cluster, else kubeconfig, else none)")
+    sv.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig for --cluster kubeconfig/auto (env KUBECONFIG)")
+    sv.set_defaults(func=cmd_serve)
+
+    c = sub.add_parser("certs", help="generate or inspect certificates")
+    csub = c.add_subparsers(dest="certs_command", required=True)
+    cg = csub.add_parser("generate", help="write ca.crt/ca.key and tls.crt/tls.key; prints the CA path")
+    cg.add_argument("--out", required=True, metavar="DIR")
+    cg.add_argument("--dns", action="append", metavar="NAME", help="SAN DNS name; repeatable")
+    cg.add_argument("--ip", action="append", metavar="ADDR", help="SAN IP address; repeatable")
+    cg.add_argument("--ca-dir", metavar="DIR", help="sign with the CA in DIR instead of a new one")
+    ci = csub.add_parser("inspect", help="print subject, issuer, validity and SANs")
+    ci.add_argument("file")
+    c.set_defaults(func=cmd_certs)
 
     s = sub.add_parser("schemas", help="list the published JSON Schemas, or print one")
     s.add_argument("name", nargs="?")

@@ -102,6 +102,12 @@ class Config:
         return next((t for t in self.targets if t.matches(group, version, kind)), None)
 
 
+def server_problems(s: ServerSettings) -> list[str]:
+    """The same bounds as the config schema, for values that came from flags or env."""
+    data = {k: getattr(s, k) for k in ServerSettings.__dataclass_fields__}
+    return _problems(structural_errors("config", {"server": data}))
+
+
 def _problems(errors: list[FieldError]) -> list[str]:
     return [f"{e.field or '(top level)'}: {e.body()}" for e in errors]
 

@@ -1,0 +1,137 @@
+"""Starts the real `workload-webhook serve` (gunicorn over TLS) on a free
+loopback port and talks HTTPS to it. Shared by the server tests and bench/."""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from typing import Any
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, workdir: str, config: str | None = None, workers: int = 2, extra: list[str] | None = None,
+                 env: dict | None = None):
+        self.workdir = workdir
+        self.cert_dir = os.path.join(workdir, "certs")
+        self.port = free_port()
+        self.log_path = os.path.join(workdir, "serve.log")
+        self.args = [sys.executable, "-m", "webhook", "serve", "--port", str(self.port), "--cert-dir", self.cert_dir,
+                     "--workers", str(workers), "--log-format", "json", *(extra or [])]
+        if config:
+            self.args += ["--config", config]
+        self.env = {**os.environ, **(env or {})}
+        self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 30) -> "Server":
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.args, cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT, env=self.env,
+                                     start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"serve exited with {self.proc.returncode}:\n{self.log()}")
+            if os.path.exists(os.path.join(self.cert_dir, "ca.crt")):
+                try:
+                    status, _, _ = self.get("/healthz")
+                    if status == 200:
+                        return self
+                except (OSError, ssl.SSLError, http.client.HTTPException):
+                    pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"serve did not become healthy in {timeout}s:\n{self.log()}")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        if getattr(self, "_log", None):
+            self._log.close()
+
+    def __enter__(self) -> "Server":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def log(self) -> str:
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as f:
+                return f.read()[-6000:]
+        except OSError:
+            return ""
+
+    def workers(self) -> list[int]:
+        """PIDs of the gunicorn workers (children of the master)."""
+        out = []
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open(f"/proc/{pid}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    if int(fields[1]) == self.proc.pid:
+                        out.append(int(pid))
+                except (OSError, IndexError, ValueError):
+                    pass
+        return sorted(out)
+
+    # --- HTTPS
+    def ssl_context(self, **kw) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=os.path.join(self.cert_dir, "ca.crt"))
+        for k, v in kw.items():
+            setattr(ctx, k, v)
+        return ctx
+
+    def connection(self, timeout: float = 10, **ctx_kw) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout, context=self.ssl_context(**ctx_kw))
+
+    def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None,
+                conn: http.client.HTTPSConnection | None = None) -> tuple[int, dict, bytes]:
+        own = conn is None
+        conn = conn or self.connection()
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            resp = conn.getresponse()
+            return resp.status, dict(resp.getheaders()), resp.read()
+        finally:
+            if own:
+                conn.close()
+
+    def get(self, path: str, **kw):
+        return self.request("GET", path, **kw)
+
+    def review(self, path: str, request: dict[str, Any], conn=None) -> tuple[int, dict]:
+        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}).encode()
+        status, _, data = self.request("POST", path, body, {"Content-Type": "application/json"}, conn=conn)
+        return status, json.loads(data)
+
+
+def admission_request(obj: dict, operation: str = "CREATE", uid: str = "uid-1", old: dict | None = None,
+                      dry_run: bool = False, namespace: str = "ml") -> dict:
+    group, _, version = obj["apiVersion"].rpartition("/")
+    req = {"uid": uid, "kind": {"group": group, "version": version, "kind": obj["kind"]},
+           "resource": {"group": group, "version": version, "resource": obj["kind"].lower() + "s"},
+           "operation": operation, "namespace": namespace, "name": obj["metadata"].get("name", ""),
+           "object": obj, "dryRun": dry_run, "userInfo": {"username": "alice"}}
+    if old is not None:
+        req["oldObject"] = old
+    return req

@@ -1,0 +1,103 @@
+"""The watch cache's event handling, fed with events exactly as the official
+`kubernetes` client's Watch yields them: the API server's JSON lines passed
+through the client's own `Watch.unmarshal_event`."""
+import argparse
+import json
+
+import pytest
+from kubernetes import watch
+
+from webhook import cli, config
+from webhook.cluster.cache import RELIST, Store
+
+
+def pg(name, rv, ns="ml", **spec):
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": ns, "resourceVersion": str(rv)},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, **spec}}
+
+
+def event(kind, obj):
+    """One line of a watch stream, decoded by the client (return_type None: custom objects)."""
+    line = json.dumps({"type": kind, "object": obj})
+    return watch.Watch().unmarshal_event(line, None)
+
+
+def listed():
+    s = Store()
+    s.replace([pg("a", 10), pg("b", 11)], "11")
+    return s
+
+
+def test_list_replaces_everything_and_marks_synced():
+    s = Store()
+    assert not s.synced
+    s.replace([pg("a", 1)], "5")
+    s.replace([pg("b", 2)], "6")
+    assert s.synced and s.get("ml", "a") is None and s.get("ml", "b")["metadata"]["name"] == "b"
+    assert s.resource_version == "6"
+
+
+def test_added_modified_deleted():
+    s = listed()
+    assert s.apply(event("ADDED", pg("c", 12))) is None
+    assert s.get("ml", "c") is not None and s.resource_version == "12"
+    assert s.apply(event("MODIFIED", pg("c", 13, resourceClaims=[{"name": "gpu", "resourceClaimName": "g"}]))) is None
+    assert s.get("ml", "c")["spec"]["resourceClaims"][0]["name"] == "gpu"
+    assert s.apply(event("DELETED", pg("a", 14))) is None
+    assert s.get("ml", "a") is None and s.resource_version == "14"
+
+
+def test_same_name_other_namespace_is_another_object():
+    s = listed()
+    s.apply(event("ADDED", pg("a", 12, ns="other")))
+    assert s.get("ml", "a")["metadata"]["resourceVersion"] == "10"
+    assert s.get("other", "a")["metadata"]["resourceVersion"] == "12"
+
+
+def test_bookmark_moves_the_version_only():
+    s = listed()
+    bookmark = {"kind": "PodGroup", "apiVersion": "scheduling.k8s.io/v1beta1",
+                "metadata": {"resourceVersion": "99", "annotations": {"k8s.io/initial-events-end": "true"}}}
+    assert s.apply(event("BOOKMARK", bookmark)) is None
+    assert s.resource_version == "99" and len(s.objects) == 2
+
+
+def test_410_gone_asks_for_a_relist():
+    s = listed()
+    gone = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410, "reason": "Expired",
+            "message": "too old resource version: 11 (50)"}
+    assert s.apply(event("ERROR", gone)) == RELIST
+    assert s.synced  # the cache keeps answering from what it has until the relist lands
+
+
+def test_unknown_or_broken_events_ask_for_a_relist():
+    s = listed()
+    assert s.apply({"type": "WHATEVER", "object": pg("z", 1), "raw_object": pg("z", 1)}) == RELIST
+    assert s.apply({"type": "ADDED", "object": "garbage", "raw_object": "garbage"}) == RELIST
+
+
+def test_client_raises_410_as_api_exception_shape():
+    """The client turns a 410 ERROR into ApiException(status=410) itself; the
+    informer relists on that status (see Informer.run)."""
+    from kubernetes.client.rest import ApiException
+    assert ApiException(status=410, reason="Expired").status == 410
+
+
+# --- server settings: flags over environment over the config file
+def ns(**kw):
+    base = {k: None for k in cli.SERVER_FLAGS}
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def test_server_settings_precedence():
+    cfg = config.from_dict({"server": {"port": 9000, "workers": 3, "logFormat": "text"}})
+    s = cli.server_settings(cfg, ns(port=9443), environ={"WW_PORT": "9100", "WW_WORKERS": "5"})
+    assert (s.port, s.workers, s.logFormat, s.maxBodyBytes) == (9443, 5, "text", 3 * 1024 * 1024)
+
+
+@pytest.mark.parametrize("env", [{"WW_PORT": "http"}, {"WW_WORKERS": "0"}, {"WW_LOG_FORMAT": "xml"}])
+def test_server_settings_refuse_bad_values(env):
+    with pytest.raises(config.ConfigError):
+        cli.server_settings(config.Config(), ns(), environ=env)

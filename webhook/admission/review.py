@@ -1,0 +1,131 @@
+"""admission.k8s.io/v1 AdmissionReview: bytes -> Request (ADM-1, ADM-6) and
+Verdict -> response (ADM-2, ADM-3, ADM-5). Every malformed input becomes a
+BadReview with a one-line reason; nothing here raises anything else."""
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.engine import Request
+from webhook.errors import Verdict
+
+API_VERSION = "admission.k8s.io/v1"
+MAX_DEPTH = 100            # Kubernetes objects nest ~20 deep; more is hostile
+MAX_CAUSES = 100           # a denial lists at most this many field errors
+MAX_WARNINGS = 20
+MAX_WARNING_CHARS = 120
+
+
+class BadReview(Exception):
+    """The request is not a usable AdmissionReview: HTTP `status` with a one-line reason."""
+
+    def __init__(self, reason: str, status: int = 400):
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Review:
+    uid: str
+    request: Request
+    name: str
+    sub_resource: str
+
+
+def _depth_ok(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
+    return True
+
+
+def _string(container: dict, key: str, where: str, required: bool = True) -> str:
+    value = container.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value):
+        raise BadReview(f"{where}.{key} must be a non-empty string")
+    return value
+
+
+def parse(body: bytes, content_type: str | None) -> Review:
+    mime = (content_type or "").split(";")[0].strip().lower()
+    if mime != "application/json":
+        raise BadReview(f"Content-Type must be application/json, not {mime or 'missing'!r}", 415 if mime else 400)
+    try:
+        doc = json.loads(body)
+    except RecursionError:
+        raise BadReview(f"request body is nested deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadReview(f"request body is not valid JSON: {str(exc).splitlines()[0][:120]}") from None
+    if not isinstance(doc, dict):
+        raise BadReview("request body must be a JSON object (an AdmissionReview)")
+    if doc.get("apiVersion") != API_VERSION or doc.get("kind") != "AdmissionReview":
+        raise BadReview(f"expected apiVersion {API_VERSION} kind AdmissionReview, got "
+                        f"{str(doc.get('apiVersion'))[:60]!r} {str(doc.get('kind'))[:60]!r}")
+    if not _depth_ok(doc, MAX_DEPTH):
+        raise BadReview(f"request body is nested deeper than {MAX_DEPTH} levels")
+    req = doc.get("request")
+    if not isinstance(req, dict):
+        raise BadReview("AdmissionReview.request must be an object")
+    uid = _string(req, "uid", "request")
+    kind = req.get("kind")
+    if not isinstance(kind, dict):
+        raise BadReview("request.kind must be an object {group, version, kind}")
+    group = _string(kind, "group", "request.kind", required=False)
+    version = _string(kind, "version", "request.kind")
+    kind_name = _string(kind, "kind", "request.kind")
+    operation = _string(req, "operation", "request")
+    if operation not in ("CREATE", "UPDATE", "DELETE", "CONNECT"):
+        raise BadReview(f"request.operation {operation[:40]!r} is not CREATE, UPDATE, DELETE or CONNECT")
+    dry_run = req.get("dryRun", False)
+    if not isinstance(dry_run, (bool, type(None))):
+        raise BadReview("request.dryRun must be a boolean")
+    request = Request(operation=operation, group=group, version=version, kind=kind_name,
+                      object=req.get("object"), old_object=req.get("oldObject"),
+                      namespace=_string(req, "namespace", "request", required=False) or None,
+                      dry_run=bool(dry_run))
+    return Review(uid=uid, request=request, name=_string(req, "name", "request", required=False),
+                  sub_resource=_string(req, "subResource", "request", required=False))
+
+
+def _warning(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_WARNING_CHARS else text[: MAX_WARNING_CHARS - 1] + "…"
+
+
+def respond(uid: str, verdict: Verdict) -> dict:
+    response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
+    if not verdict.allowed:
+        errors = verdict.errors
+        shown = errors[:MAX_CAUSES]
+        message = "; ".join(str(e) for e in shown)
+        if len(errors) > len(shown):
+            message += f"; and {len(errors) - len(shown)} more errors"
+        response["status"] = {
+            "status": "Failure", "code": 422, "reason": "Invalid", "message": message,
+            "details": {"causes": [{"field": str(e.field), "reason": e.reason, "message": e.body()} for e in shown]},
+        }
+    elif verdict.patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(verdict.patch, separators=(",", ":")).encode()).decode()
+    if verdict.warnings:
+        response["warnings"] = [_warning(w) for w in verdict.warnings[:MAX_WARNINGS]]
+    return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}
+
+
+def internal_error(uid: str) -> dict:
+    """The engine failed on this object: fail closed with a clear reason, no trace."""
+    return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": {
+        "uid": uid, "allowed": False, "status": {
+            "status": "Failure", "code": 500, "reason": "InternalError",
+            "message": f"workload-webhook could not judge this object (request {uid}); see the webhook's log"}}}

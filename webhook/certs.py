@@ -1,0 +1,194 @@
+"""Development certificates: a CA and a serving certificate signed by it
+(cryptography), plus the loader gunicorn uses so certificates replaced on disk
+are picked up by new connections without a restart."""
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import ssl
+import tempfile
+import threading
+from dataclasses import dataclass
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+CA_CERT, CA_KEY, TLS_CERT, TLS_KEY = "ca.crt", "ca.key", "tls.crt", "tls.key"
+DEFAULT_DNS = ("localhost", "workload-webhook", "workload-webhook.workload-webhook",
+               "workload-webhook.workload-webhook.svc", "workload-webhook.workload-webhook.svc.cluster.local")
+DEFAULT_IPS = ("127.0.0.1", "::1")
+# TLS 1.2+ with forward-secret AEAD suites only (TLS 1.3 suites are always on).
+CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
+
+
+@dataclass(frozen=True)
+class Paths:
+    ca_cert: str
+    ca_key: str
+    cert: str
+    key: str
+
+    @classmethod
+    def in_dir(cls, d: str) -> "Paths":
+        return cls(*(os.path.join(d, n) for n in (CA_CERT, CA_KEY, TLS_CERT, TLS_KEY)))
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _pem_key(key) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def _write(path: str, data: bytes, mode: int) -> None:
+    """Atomic replace, so a reader never sees half a file."""
+    d = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def make_ca(common_name: str = "workload-webhook development CA", days: int = 365):
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = _now()
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=days))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                         content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                         key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .sign(key, hashes.SHA256()))
+    return cert, key
+
+
+def make_serving(ca_cert, ca_key, dns_names=DEFAULT_DNS, ips=DEFAULT_IPS, days: int = 90):
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = _now()
+    sans = [x509.DNSName(n) for n in dns_names] + [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[0] if dns_names else "webhook")]))
+            .issuer_name(ca_cert.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=days))
+            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    return cert, key
+
+
+def generate(out_dir: str, dns_names=DEFAULT_DNS, ips=DEFAULT_IPS, ca=None) -> Paths:
+    """Write ca.crt/ca.key (new unless `ca` is given) and tls.crt/tls.key into out_dir.
+    The key is written before the certificate, so a reloader that sees the new
+    certificate always finds its key."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = Paths.in_dir(out_dir)
+    ca_cert, ca_key = ca or make_ca()
+    cert, key = make_serving(ca_cert, ca_key, tuple(dns_names), tuple(ips))
+    if ca is None:
+        _write(paths.ca_key, _pem_key(ca_key), 0o600)
+        _write(paths.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    _write(paths.key, _pem_key(key), 0o600)
+    _write(paths.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    return paths
+
+
+def load_ca(d: str):
+    paths = Paths.in_dir(d)
+    with open(paths.ca_cert, "rb") as f:
+        cert = x509.load_pem_x509_certificate(f.read())
+    with open(paths.ca_key, "rb") as f:
+        key = serialization.load_pem_private_key(f.read(), password=None)
+    return cert, key
+
+
+def ensure(cert_dir: str) -> tuple[Paths, bool]:
+    """Use the certificates in cert_dir, generating a development set when there
+    is no serving certificate. Returns (paths, generated)."""
+    paths = Paths.in_dir(cert_dir)
+    if os.path.exists(paths.cert) and os.path.exists(paths.key):
+        return paths, False
+    return generate(cert_dir), True
+
+
+def describe(path: str) -> str:
+    with open(path, "rb") as f:
+        cert = x509.load_pem_x509_certificate(f.read())
+    try:
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        names = [str(v) for v in sans.get_values_for_type(x509.DNSName)] + \
+                [str(v) for v in sans.get_values_for_type(x509.IPAddress)]
+    except x509.ExtensionNotFound:
+        names = []
+    return (f"subject: {cert.subject.rfc4514_string()}\nissuer: {cert.issuer.rfc4514_string()}\n"
+            f"not before: {cert.not_valid_before_utc.isoformat()}\nnot after: {cert.not_valid_after_utc.isoformat()}\n"
+            f"SANs: {', '.join(names) or '-'}")
+
+
+class ReloadingContext:
+    """One server SSLContext per process, rebuilt when the certificate or key
+    file changes on disk. A pair that does not load (half-written, mismatched)
+    is ignored and the previous context stays in use, so no handshake fails
+    during a rotation."""
+
+    def __init__(self, cert: str, key: str, check_interval: float = 1.0):
+        self.cert, self.key = cert, key
+        self.check_interval = check_interval
+        self._lock = threading.Lock()
+        self._stamp = None
+        self._checked = 0.0
+        self._context = None
+        self.reloads = 0
+        self.get()
+        if self._context is None:
+            raise ssl.SSLError(f"cannot load certificate {cert} with key {key}")
+
+    def _signature(self):
+        try:
+            a, b = os.stat(self.cert), os.stat(self.key)
+        except OSError:
+            return None
+        return (a.st_mtime_ns, a.st_size, a.st_ino, b.st_mtime_ns, b.st_size, b.st_ino)
+
+    @staticmethod
+    def build(cert: str, key: str) -> ssl.SSLContext:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.set_ciphers(CIPHERS)
+        ctx.options |= ssl.OP_NO_COMPRESSION | ssl.OP_NO_RENEGOTIATION
+        ctx.set_alpn_protocols(["http/1.1"])
+        ctx.load_cert_chain(cert, key)
+        return ctx
+
+    def get(self) -> ssl.SSLContext:
+        import time
+        now = time.monotonic()
+        if self._context is not None and now - self._checked < self.check_interval:
+            return self._context
+        with self._lock:
+            self._checked = now
+            sig = self._signature()
+            if sig is not None and sig != self._stamp:
+                try:
+                    self._context = self.build(self.cert, self.key)
+                    if self._stamp is not None:
+                        self.reloads += 1
+                    self._stamp = sig
+                except (ssl.SSLError, OSError, ValueError):
+                    pass  # keep serving with the previous pair
+            return self._context

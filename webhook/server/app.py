@@ -1,0 +1,124 @@
+"""Flask app factory: the admission routes are a thin shell around
+webhook.engine; health, readiness and metrics beside them (ADM-1..7)."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from flask import Flask, Response, jsonify, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from webhook import engine
+from webhook.admission import review
+from webhook.cluster.view import ClusterView, DisabledView
+from webhook.config import Config
+from webhook.server import metrics
+
+log = logging.getLogger("workload_webhook.server")
+
+
+@dataclass
+class State:
+    config: Config
+    view: ClusterView
+    certs_loaded: Callable[[], bool] = lambda: True
+
+
+def _one_line(status: int, reason: str) -> Response:
+    resp = jsonify({"error": reason})
+    resp.status_code = status
+    return resp
+
+
+def create_app(state: State) -> Flask:
+    app = Flask("workload_webhook")
+    app.config["MAX_CONTENT_LENGTH"] = state.config.server.maxBodyBytes
+
+    def admit(endpoint: str, judge: Callable[..., Any]) -> Response:
+        started = time.perf_counter()
+        limit = state.config.server.maxBodyBytes
+        try:
+            # Refuse by the header before reading; a chunked body is read only up to the limit.
+            if (request.content_length or 0) > limit:
+                raise RequestEntityTooLarge()
+            body = request.stream.read(limit + 1)
+            if len(body) > limit:
+                raise RequestEntityTooLarge()
+            parsed = review.parse(body, request.content_type)
+        except RequestEntityTooLarge:
+            metrics.REJECTED_INPUT.labels("too_large").inc()
+            return _one_line(413, f"request body is larger than {limit} bytes")
+        except review.BadReview as exc:
+            metrics.REJECTED_INPUT.labels("malformed").inc()
+            log.info("refused: %s", exc.reason, extra={"endpoint": endpoint, "status": exc.status})
+            return _one_line(exc.status, exc.reason)
+        req = parsed.request
+        try:
+            verdict = judge(req, state.config, state.view)
+            answer = review.respond(parsed.uid, verdict)
+            outcome = "allowed" if verdict.allowed else "denied"
+            if verdict.allowed and verdict.patch:
+                outcome = "patched"
+        except Exception:
+            log.exception("engine failed", extra={"uid": parsed.uid, "endpoint": endpoint, "kind": req.kind})
+            metrics.ERRORS.labels(endpoint).inc()
+            answer, outcome, verdict = review.internal_error(parsed.uid), "error", None
+        elapsed = time.perf_counter() - started
+        metrics.REQUESTS.labels(endpoint, req.kind or "-", req.operation, outcome).inc()
+        metrics.LATENCY.labels(endpoint).observe(elapsed)
+        ns = req.namespace or ""
+        log.info("%s %s", endpoint, outcome, extra={
+            "uid": parsed.uid, "endpoint": endpoint, "kind": f"{req.group + '/' if req.group else ''}{req.version}/{req.kind}",
+            "operation": req.operation, "namespace": ns, "object": parsed.name, "verdict": outcome,
+            "latency_ms": round(elapsed * 1000, 3), "dry_run": req.dry_run,
+            "errors": [str(e) for e in verdict.errors[:5]] if verdict and verdict.errors else None})
+        return jsonify(answer)
+
+    @app.post("/validate")
+    def validate() -> Response:
+        return admit("validate", engine.validate)
+
+    @app.post("/mutate")
+    def mutate() -> Response:
+        return admit("mutate", engine.mutate)
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        return jsonify({"status": "ok"})
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        view = state.view
+        if isinstance(view, DisabledView):
+            cluster = "disabled"
+        else:
+            synced = getattr(view, "synced", {})
+            for resource, ok in synced.items():
+                metrics.CACHE_SYNCED.labels(resource).set(1 if ok else 0)
+            cluster = "synced" if all(synced.values()) else "syncing"
+        body = {"config": "loaded", "certificates": "loaded" if state.certs_loaded() else "missing", "cluster": cluster}
+        ready = body["certificates"] == "loaded" and cluster != "syncing"
+        resp = jsonify({"ready": ready, **body})
+        resp.status_code = 200 if ready else 503
+        return resp
+
+    @app.get("/metrics")
+    def metrics_route() -> Response:
+        data, ctype = metrics.render()
+        return Response(data, content_type=ctype)
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Response:
+        if isinstance(exc, RequestEntityTooLarge):
+            metrics.REJECTED_INPUT.labels("too_large").inc()
+            return _one_line(413, f"request body is larger than {state.config.server.maxBodyBytes} bytes")
+        return _one_line(exc.code or 400, exc.description.splitlines()[0] if exc.description else exc.name)
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception) -> Response:
+        log.exception("unexpected error")
+        return _one_line(500, "internal error; see the webhook's log")
+
+    return app

@@ -1,0 +1,89 @@
+"""gunicorn, configured in code: TLS only (1.2+, forward-secret AEAD ciphers),
+gthread workers with HTTP keep-alive, certificates reloaded from disk by each
+worker without a restart, Prometheus multiprocess bookkeeping."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from gunicorn.app.base import BaseApplication
+
+from webhook import certs
+from webhook.config import Config
+
+_CONTEXT: certs.ReloadingContext | None = None
+
+
+def _ssl_context(conf, default_factory):
+    """gunicorn asks for a context on every new connection: answer from one
+    per-process context that follows the files on disk."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        _CONTEXT = certs.ReloadingContext(conf.certfile, conf.keyfile)
+    return _CONTEXT.get()
+
+
+def _child_exit(server, worker) -> None:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+        multiprocess.mark_process_dead(worker.pid)
+
+
+@dataclass
+class Launch:
+    config: Config              # with the effective server settings (flags > env > file)
+    cert_paths: certs.Paths
+    kubeconfig: str | None = None
+    threads: int = 4
+    keepalive: int = 30
+
+
+class WebhookServer(BaseApplication):
+    def __init__(self, launch: Launch):
+        self.launch = launch
+        super().__init__()
+
+    def load_config(self) -> None:
+        s = self.launch.config.server
+        host = f"[{s.bindAddress}]" if ":" in s.bindAddress else s.bindAddress
+        options = {
+            "bind": [f"{host}:{s.port}"],
+            "workers": s.workers,
+            "worker_class": "gthread",
+            "threads": self.launch.threads,
+            "keepalive": self.launch.keepalive,
+            "timeout": 30,
+            "graceful_timeout": 10,
+            "certfile": self.launch.cert_paths.cert,
+            "keyfile": self.launch.cert_paths.key,
+            "ssl_context": _ssl_context,
+            "child_exit": _child_exit,
+            "accesslog": None,
+            "errorlog": "-",
+            "loglevel": s.logLevel,
+            "proc_name": "workload-webhook",
+            "limit_request_line": 8190,
+            "limit_request_fields": 100,
+        }
+        if "control_socket_disable" in self.cfg.settings:   # gunicorn >= 25.1: no runtime control socket
+            options["control_socket_disable"] = True
+        if os.path.isdir("/dev/shm"):
+            options["worker_tmp_dir"] = "/dev/shm"
+        for key, value in options.items():
+            self.cfg.set(key, value)
+
+    def load(self):
+        """Runs in each worker after the fork: threads (watch caches) start here."""
+        from webhook.cluster.cache import connect
+        from webhook.cluster.view import ClusterUnavailable, DisabledView
+        from webhook.server import logs
+        from webhook.server.app import State, create_app
+        s = self.launch.config.server
+        logs.setup(s.logLevel, s.logFormat)
+        try:
+            view = connect(s.cluster, self.launch.kubeconfig, s.lookupTimeoutSeconds) or DisabledView()
+        except ClusterUnavailable:
+            raise SystemExit(2)
+        paths = self.launch.cert_paths
+        return create_app(State(self.launch.config, view,
+                                certs_loaded=lambda: os.path.exists(paths.cert) and os.path.exists(paths.key)))

@@ -1,0 +1,26 @@
+"""Prometheus metrics (ADM-7), in prometheus_client's multiprocess mode so
+every gunicorn worker's counts add up on /metrics. PROMETHEUS_MULTIPROC_DIR
+must be set before this module is imported (`serve` does it)."""
+from __future__ import annotations
+
+import os
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+REQUESTS = Counter("workload_webhook_requests_total", "Admission requests answered",
+                   ["endpoint", "kind", "operation", "verdict"])
+LATENCY = Histogram("workload_webhook_request_duration_seconds", "Time to answer an admission request",
+                    ["endpoint"], buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+REJECTED_INPUT = Counter("workload_webhook_rejected_input_total", "Requests refused before judging (4xx)", ["reason"])
+ERRORS = Counter("workload_webhook_internal_errors_total", "Objects the engine failed to judge", ["endpoint"])
+CACHE_SYNCED = Gauge("workload_webhook_cluster_cache_synced", "1 when this worker's watch cache of the resource has synced",
+                     ["resource"], multiprocess_mode="min")
+
+
+def render() -> tuple[bytes, str]:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+    return generate_latest(), CONTENT_TYPE_LATEST
