@@ -1,6 +1,7 @@
 """Malformed and hostile objects get field errors or clean answers, never
 exceptions (property-based, hypothesis), and large inputs stay bounded."""
 import copy
+import os
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -68,14 +69,14 @@ def _judge(seed, obj, old=None):
             assert isinstance(verdict.patch, list)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", 400)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(corrupted())
 def test_corrupted_objects_never_raise(case):
     seed, obj = case
     _judge(seed, obj)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", 200)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(corrupted(), corrupted())
 def test_corrupted_updates_never_raise(new, old):
     _judge(new[0], new[1], old[1] if old[0]["kind"] == new[0]["kind"] else new[0])

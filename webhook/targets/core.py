@@ -29,6 +29,15 @@ class Findings:
     warnings: list[str] = field(default_factory=list)
 
 
+def _usable_old(schema: str, old: dict | None, found: Findings) -> dict | None:
+    """The stored object, if it has the right shape. The API server never sends a
+    malformed oldObject; if one comes anyway, judge as a create and say so."""
+    if old is None or not structural_errors(schema, old, limit=1):
+        return old
+    found.warnings.append("oldObject: malformed; judged without the update rules")
+    return None
+
+
 def _gate_forbidden(spec: dict, key: str, path: Path, gate: str, cfg: Config) -> list[FieldError]:
     if spec.get(key) not in (None, []) and not cfg.gate(gate):
         return [forbidden(path.child(key), f"disabled by feature-gate {gate}")]
@@ -179,6 +188,7 @@ def validate_workload(obj: dict, old: dict | None, cfg: Config) -> Findings:
     if shape:
         found.errors = shape
         return found
+    old = _usable_old("workload", old, found)
     found.errors += _metadata_name(obj)
     spec = obj.get("spec")
     if spec is None:
@@ -286,6 +296,7 @@ def validate_podgroup(obj: dict, old: dict | None, cfg: Config, view: ClusterVie
     if shape:
         found.errors = shape
         return found
+    old = _usable_old("podgroup", old, found)
     found.errors += _metadata_name(obj)
     spec = obj.get("spec")
     if spec is None:
@@ -371,6 +382,7 @@ def validate_composite_podgroup(obj: dict, old: dict | None, cfg: Config) -> Fin
     if shape:
         found.errors = shape
         return found
+    old = _usable_old("compositepodgroup", old, found)
     found.errors += _metadata_name(obj)
     spec = obj.get("spec")
     if spec is None:

@@ -49,6 +49,14 @@ def _resolve(obj: Any, fp: FieldPath, idx: tuple[int, ...], errors: list[FieldEr
         return path, None, False
 
 
+def _old_block(old: dict | None, fp: FieldPath, idx: tuple[int, ...], module) -> Any:
+    """The stored block at the same place; a malformed one counts as absent."""
+    if old is None:
+        return None
+    path, value, ok = _resolve(old, fp, idx, [])
+    return value if ok and not module.shape(value, path) else None
+
+
 def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[FieldError]) -> Iterator[Instance]:
     """Every leaf group instance the config entry describes in `obj` (TGT-3 fan-out)."""
     paths = group.paths()
@@ -61,10 +69,9 @@ def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[F
             if key not in paths:
                 continue
             path, value, ok = _resolve(obj, paths[key], idx, errors)
-            old_value = _resolve(old, paths[key], idx, [])[1] if old is not None else None
             shape = module.shape(value, path) if ok else []
             errors += shape
-            inst.blocks[key] = Block(path, value, old_value, ok and not shape)
+            inst.blocks[key] = Block(path, value, _old_block(old, paths[key], idx, module), ok and not shape)
         if "size" in paths:
             inst.size_path, inst.size, _ = _resolve(obj, paths["size"], idx, [])
             if old is not None:
@@ -120,10 +127,9 @@ def composite_instance(obj: dict, old: dict | None, comp: CompositeGroup,
         if fp is None:
             continue
         path, value, ok = _resolve(obj, fp, (), errors)
-        old_value = _resolve(old, fp, (), [])[1] if old is not None else None
         shape = module.shape(value, path) if ok else []
         errors += shape
-        blocks[key] = Block(path, value, old_value, ok and not shape)
+        blocks[key] = Block(path, value, _old_block(old, fp, (), module), ok and not shape)
     cpath, children, ok = _resolve(obj, comp.children, (), errors)
     count = None
     if ok:
