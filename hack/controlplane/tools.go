@@ -1,0 +1,12 @@
+//go:build tools
+
+// Package tools records the main packages that hack/build-control-plane.sh
+// builds, so that `go mod tidy` keeps their dependencies in go.mod/go.sum.
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "helm.sh/helm/v3/cmd/helm"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
