@@ -208,6 +208,29 @@ def cmd_certs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_webhook_configs(args: argparse.Namespace) -> int:
+    from webhook.registration import Endpoint, configurations
+    cfg = _load_config(args.config)
+    try:
+        with open(args.ca_bundle, "rb") as f:
+            ca = f.read()
+    except OSError as exc:
+        print(f"error: {args.ca_bundle}: {exc.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.url:
+        endpoint = Endpoint(ca, url=args.url)
+    else:
+        ns, _, name = (args.service or "").partition("/")
+        if not ns or not name:
+            print("error: give --url URL or --service NAMESPACE/NAME", file=sys.stderr)
+            return EXIT_USAGE
+        endpoint = Endpoint(ca, service_namespace=ns, service_name=name)
+    yaml.safe_dump_all(configurations(cfg, endpoint, name=args.name, namespace=args.namespace,
+                                      pod_failure_policy=args.pod_failure_policy, timeout=args.timeout),
+                       sys.stdout, sort_keys=False)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workload-webhook",
                                      description="Admission webhook for Kubernetes 1.37 Workload-Aware Scheduling")
@@ -257,6 +280,18 @@ def build_parser() -> argparse.ArgumentParser:
     ci = csub.add_parser("inspect", help="print subject, issuer, validity and SANs")
     ci.add_argument("file")
     c.set_defaults(func=cmd_certs)
+
+    w = sub.add_parser("webhook-configs", help="print the Validating/MutatingWebhookConfiguration for this config")
+    w.add_argument("--config", metavar="FILE")
+    w.add_argument("--ca-bundle", required=True, metavar="FILE", help="PEM CA that signed the serving certificate")
+    where = w.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="https://HOST:PORT of a webhook outside the cluster")
+    where.add_argument("--service", metavar="NAMESPACE/NAME", help="the webhook's Service")
+    w.add_argument("--name", default="workload-webhook", help="name of both configurations")
+    w.add_argument("--namespace", default="workload-webhook", help="the webhook's own namespace (never intercepted)")
+    w.add_argument("--pod-failure-policy", choices=("Fail", "Ignore"), default="Fail")
+    w.add_argument("--timeout", type=int, default=5, choices=range(1, 31), metavar="SECONDS")
+    w.set_defaults(func=cmd_webhook_configs)
 
     s = sub.add_parser("schemas", help="list the published JSON Schemas, or print one")
     s.add_argument("name", nargs="?")

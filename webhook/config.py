@@ -60,8 +60,14 @@ class Target:
     group: str
     kind: str
     versions: tuple[str, ...] = ()
+    plural: str | None = None
     groups: tuple[LeafGroup, ...] = ()
     composite: CompositeGroup | None = None
+
+    @property
+    def resource(self) -> str:
+        """The resource name webhook rules use: `plural`, else the lowercase kind + "s"."""
+        return self.plural or self.kind.lower() + "s"
 
     def matches(self, group: str, version: str, kind: str) -> bool:
         return group == self.group and kind == self.kind and (not self.versions or version in self.versions)
@@ -159,7 +165,7 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
                         errors.append(invalid(cpath.child(name), str(p), "a composite block is one per object: `[*]` is not allowed"))
                 composite = CompositeGroup(**parsed)
         targets.append(Target(group=t["group"], kind=t["kind"], versions=tuple(t.get("versions") or ()),
-                              groups=tuple(groups), composite=composite))
+                              plural=t.get("plural"), groups=tuple(groups), composite=composite))
     seen: dict[tuple, int] = {}
     for ti, t in enumerate(targets):
         for v in t.versions or ("*",):

@@ -103,7 +103,9 @@ def _warning(text: str) -> str:
     return text if len(text) <= MAX_WARNING_CHARS else text[: MAX_WARNING_CHARS - 1] + "…"
 
 
-def respond(uid: str, verdict: Verdict) -> dict:
+def respond(uid: str, verdict: Verdict, review: Review | None = None) -> dict:
+    """The AdmissionReview answer. With the review, a denial's details name the
+    object, so kubectl prints `The TrainJob "x" is invalid: ...` as for API errors."""
     response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
     if not verdict.allowed:
         errors = verdict.errors
@@ -111,10 +113,12 @@ def respond(uid: str, verdict: Verdict) -> dict:
         message = "; ".join(str(e) for e in shown)
         if len(errors) > len(shown):
             message += f"; and {len(errors) - len(shown)} more errors"
-        response["status"] = {
-            "status": "Failure", "code": 422, "reason": "Invalid", "message": message,
-            "details": {"causes": [{"field": str(e.field), "reason": e.reason, "message": e.body()} for e in shown]},
-        }
+        details: dict[str, Any] = {}
+        if review is not None:
+            details = {"name": review.name or None, "group": review.request.group or None, "kind": review.request.kind}
+        details["causes"] = [{"field": str(e.field), "reason": e.reason, "message": e.body()} for e in shown]
+        response["status"] = {"status": "Failure", "code": 422, "reason": "Invalid", "message": message,
+                              "details": {k: v for k, v in details.items() if v is not None}}
     elif verdict.patch:
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(json.dumps(verdict.patch, separators=(",", ":")).encode()).decode()

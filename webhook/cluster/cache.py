@@ -158,11 +158,19 @@ class ClusterCache:
         return {name: inf.store.synced for name, inf in self.informers.items()}
 
     def _lookup(self, plural: str, namespace: str, name: str) -> dict | None:
+        from webhook.server.metrics import LOOKUPS
         inf = self.informers[plural]
         hit = inf.store.get(namespace, name)
         if hit is not None:
+            LOOKUPS.labels(plural, "cache").inc()
             return hit
-        return self._get(inf, namespace, name)
+        try:
+            found = self._get(inf, namespace, name)
+        except ClusterUnavailable:
+            LOOKUPS.labels(plural, "unavailable").inc()
+            raise
+        LOOKUPS.labels(plural, "api" if found is not None else "missing").inc()
+        return found
 
     def _get(self, inf: Informer, namespace: str, name: str) -> dict | None:
         from kubernetes.client.rest import ApiException

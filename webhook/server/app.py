@@ -57,7 +57,7 @@ def create_app(state: State) -> Flask:
         req = parsed.request
         try:
             verdict = judge(req, state.config, state.view)
-            answer = review.respond(parsed.uid, verdict)
+            answer = review.respond(parsed.uid, verdict, parsed)
             outcome = "allowed" if verdict.allowed else "denied"
             if verdict.allowed and verdict.patch:
                 outcome = "patched"

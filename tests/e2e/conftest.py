@@ -1,0 +1,196 @@
+"""Session fixtures for the end-to-end tests: a real etcd + kube-apiserver
+(built by hack/build-control-plane.sh), the real `workload-webhook serve`
+registered in URL mode on 127.0.0.1, and the real kubectl.
+
+In CI (CI=true) a missing Go toolchain, a failed build or a control plane
+that does not start fails the tests; locally they are skipped with the reason
+(or on purpose with WW_SKIP_E2E=1)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+
+import pytest
+import yaml
+
+from tests.e2e.controlplane import ControlPlane, ControlPlaneError
+from tests.server.harness import REPO, Server
+from webhook import config as config_mod
+from webhook.registration import Endpoint, configurations
+
+CI = os.environ.get("CI") == "true"
+E2E_CONFIG = os.path.join(REPO, "tests", "e2e", "config.yaml")
+
+
+def _unavailable(reason: str):
+    if CI:
+        pytest.fail(f"real component unavailable in CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/e2e/" in str(item.fspath):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def bin_dir() -> str:
+    if os.environ.get("WW_SKIP_E2E") == "1" and not CI:
+        pytest.skip("WW_SKIP_E2E=1: end-to-end tests skipped on request")
+    if shutil.which("go") is None:
+        _unavailable("the go command is not on PATH (needed to build kube-apiserver and etcd)")
+    proc = subprocess.run([os.path.join(REPO, "hack", "build-control-plane.sh")], capture_output=True, text=True,
+                          timeout=3600)
+    if proc.returncode != 0:
+        _unavailable(f"hack/build-control-plane.sh failed:\n{proc.stderr[-3000:]}")
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="session")
+def cluster(bin_dir, tmp_path_factory):
+    cp = ControlPlane(bin_dir, tmp_path_factory.mktemp("controlplane"))
+    try:
+        cp.start()
+    except ControlPlaneError as exc:
+        _unavailable(f"control plane did not start: {exc}")
+    yield cp
+    cp.stop()
+
+
+class Kubectl:
+    def __init__(self, cluster: ControlPlane):
+        self.cluster = cluster
+
+    def __call__(self, *args: str, user: str = "admin", stdin: str | None = None, check: bool = True,
+                 timeout: float = 60) -> subprocess.CompletedProcess:
+        cmd = [self.cluster.kubectl, "--kubeconfig", self.cluster.kubeconfig(user), *args]
+        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+        return proc
+
+    def apply(self, obj: dict | list, *extra: str, check: bool = True, user: str = "admin"):
+        docs = obj if isinstance(obj, list) else [obj]
+        return self("apply", "-f", "-", *extra, stdin=yaml.safe_dump_all(docs), check=check, user=user)
+
+    def create(self, obj: dict, *extra: str, check: bool = True, user: str = "admin"):
+        return self("create", "-f", "-", *extra, stdin=yaml.safe_dump(obj), check=check, user=user)
+
+    def get(self, kind: str, name: str, namespace: str) -> dict:
+        return json.loads(self("get", kind, name, "-n", namespace, "-o", "json").stdout)
+
+    def exists(self, kind: str, name: str, namespace: str) -> bool:
+        return self("get", kind, name, "-n", namespace, "--ignore-not-found", "-o", "name", check=False).stdout.strip() != ""
+
+
+@pytest.fixture(scope="session")
+def kubectl(cluster) -> Kubectl:
+    return Kubectl(cluster)
+
+
+@pytest.fixture(scope="session")
+def crds(kubectl):
+    kubectl("apply", "-f", os.path.join(REPO, "examples", "crds", "trainjob.yaml"))
+    kubectl("wait", "--for=condition=Established", "crd/trainjobs.training.example.com", "--timeout=60s")
+
+
+class Webhook:
+    """The real server registered with the API server in URL mode."""
+
+    def __init__(self, cluster: ControlPlane, kubectl: Kubectl, workdir: str):
+        self.cluster, self.kubectl, self.workdir = cluster, kubectl, workdir
+        self.config = config_mod.load(E2E_CONFIG)
+        self.server: Server | None = None
+        self.port: int | None = None
+
+    def start(self) -> "Webhook":
+        extra = ["--cluster", "kubeconfig", "--kubeconfig", self.cluster.kubeconfig("admin"), "--workers", "2"]
+        self.server = Server(self.workdir, config=E2E_CONFIG, extra=extra)
+        if self.port:                      # a restart keeps the registered URL
+            self.server.port = self.port
+            self.server.args[self.server.args.index("--port") + 1] = str(self.port)
+        self.server.start()
+        self.port = self.server.port
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            status, _, body = self.server.get("/readyz")
+            if status == 200:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"webhook cache never synced: {body!r}\n{self.server.log()}")
+        return self
+
+    def stop(self) -> None:
+        if self.server:
+            self.server.stop()
+
+    def register(self, pod_failure_policy: str = "Fail") -> None:
+        with open(os.path.join(self.server.cert_dir, "ca.crt"), "rb") as f:
+            ca = f.read()
+        docs = configurations(self.config, Endpoint(ca, url=f"https://127.0.0.1:{self.port}"),
+                              name="workload-webhook", namespace="workload-webhook",
+                              pod_failure_policy=pod_failure_policy)
+        self.kubectl.apply(docs)
+
+    def log_since(self, offset: int) -> str:
+        with open(self.server.log_path, encoding="utf-8", errors="replace") as f:
+            f.seek(offset)
+            return f.read()
+
+    def log_size(self) -> int:
+        return os.path.getsize(self.server.log_path)
+
+
+@pytest.fixture(scope="session")
+def webhook(cluster, kubectl, crds, tmp_path_factory):
+    hook = Webhook(cluster, kubectl, str(tmp_path_factory.mktemp("webhook"))).start()
+    hook.register()
+    # The API server picks registrations up asynchronously: wait until it calls us.
+    probe = {"apiVersion": "training.example.com/v1alpha1", "kind": "TrainJob",
+             "metadata": {"name": "probe", "namespace": "default"},
+             "spec": {"replicas": 1, "scheduling": {"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}}}}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if kubectl.create(probe, "--dry-run=server", check=False).returncode != 0:
+            break
+        time.sleep(0.5)
+    else:
+        raise AssertionError("the API server never called the webhook")
+    yield hook
+    hook.stop()
+
+
+@pytest.fixture
+def namespace(kubectl) -> str:
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    kubectl("create", "namespace", name)
+    return name
+
+
+@pytest.fixture(autouse=True)
+def _explain_failures(request):
+    """On failure, show what the webhook logged during the test and the API server's log tail."""
+    hook = request.node.funcargs.get("webhook") if "webhook" in request.fixturenames else None
+    offset = hook.log_size() if hook and hook.server else 0
+    yield
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        if hook and hook.server:
+            request.node.add_report_section("call", "webhook log during this test", hook.log_since(offset)[-8000:])
+        cp = request.node.funcargs.get("cluster") or (hook.cluster if hook else None)
+        if cp is not None:
+            with open(cp.apiserver_log, encoding="utf-8", errors="replace") as f:
+                request.node.add_report_section("call", "kube-apiserver log (tail)", f.read()[-4000:])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
