@@ -28,6 +28,7 @@ def test_ADM_2_denial_shape(server):
     assert status == 200 and r["allowed"] is False
     st = r["status"]
     assert st["code"] == 422 and st["reason"] == "Invalid"
+    assert (st["details"]["kind"], st["details"]["group"], st["details"]["name"]) == ("TrainJob", "training.example.com", "tj")
     causes = {(c["field"], c["reason"]) for c in st["details"]["causes"]}
     assert causes == {("spec.scheduling.disruptionMode", "FieldValueInvalid"),
                       ("spec.scheduling.schedulingPolicy.gang.minCount", "FieldValueInvalid")}
