@@ -175,22 +175,21 @@ def namespace(kubectl) -> str:
 
 @pytest.fixture(autouse=True)
 def _explain_failures(request):
-    """On failure, show what the webhook logged during the test and the API server's log tail."""
-    hook = request.node.funcargs.get("webhook") if "webhook" in request.fixturenames else None
-    offset = hook.log_size() if hook and hook.server else 0
+    """Remember where the webhook log stood, so a failure can show what it logged."""
+    if "webhook" in request.fixturenames:
+        hook = request.getfixturevalue("webhook")
+        request.node._ww_hook = hook
+        request.node._ww_offset = hook.log_size() if hook.server else 0
     yield
-    rep = getattr(request.node, "rep_call", None)
-    if rep is not None and rep.failed:
-        if hook and hook.server:
-            request.node.add_report_section("call", "webhook log during this test", hook.log_since(offset)[-8000:])
-        cp = request.node.funcargs.get("cluster") or (hook.cluster if hook else None)
-        if cp is not None:
-            with open(cp.apiserver_log, encoding="utf-8", errors="replace") as f:
-                request.node.add_report_section("call", "kube-apiserver log (tail)", f.read()[-4000:])
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
+    """A failed e2e test shows the webhook's log lines of that test and the API server's log tail."""
     outcome = yield
     rep = outcome.get_result()
-    setattr(item, "rep_" + rep.when, rep)
+    hook = getattr(item, "_ww_hook", None)
+    if rep.when == "call" and rep.failed and hook is not None and hook.server:
+        rep.sections.append(("webhook log during this test", hook.log_since(item._ww_offset)[-8000:]))
+        with open(hook.cluster.apiserver_log, encoding="utf-8", errors="replace") as f:
+            rep.sections.append(("kube-apiserver log (tail)", f.read()[-4000:]))
