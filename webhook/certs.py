@@ -40,12 +40,12 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def _pem_key(key) -> bytes:
+def pem_key(key) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())
 
 
-def _write(path: str, data: bytes, mode: int) -> None:
+def write_atomic(path: str, data: bytes, mode: int) -> None:
     """Atomic replace, so a reader never sees half a file."""
     d = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
@@ -60,13 +60,14 @@ def _write(path: str, data: bytes, mode: int) -> None:
         raise
 
 
-def make_ca(common_name: str = "workload-webhook development CA", days: int = 365):
+def make_ca(common_name: str = "workload-webhook development CA", validity: dt.timedelta = dt.timedelta(days=365),
+            now: dt.datetime | None = None):
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = _now()
+    now = now or _now()
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=days))
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + validity)
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
             .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
                                          content_commitment=False, key_encipherment=False, data_encipherment=False,
@@ -76,14 +77,15 @@ def make_ca(common_name: str = "workload-webhook development CA", days: int = 36
     return cert, key
 
 
-def make_serving(ca_cert, ca_key, dns_names=DEFAULT_DNS, ips=DEFAULT_IPS, days: int = 90):
+def make_serving(ca_cert, ca_key, dns_names=DEFAULT_DNS, ips=DEFAULT_IPS, validity: dt.timedelta = dt.timedelta(days=90),
+                 now: dt.datetime | None = None):
     key = ec.generate_private_key(ec.SECP256R1())
-    now = _now()
+    now = now or _now()
     sans = [x509.DNSName(n) for n in dns_names] + [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
     cert = (x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[0] if dns_names else "webhook")]))
             .issuer_name(ca_cert.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=days))
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + validity)
             .add_extension(x509.SubjectAlternativeName(sans), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
@@ -101,10 +103,10 @@ def generate(out_dir: str, dns_names=DEFAULT_DNS, ips=DEFAULT_IPS, ca=None) -> P
     ca_cert, ca_key = ca or make_ca()
     cert, key = make_serving(ca_cert, ca_key, tuple(dns_names), tuple(ips))
     if ca is None:
-        _write(paths.ca_key, _pem_key(ca_key), 0o600)
-        _write(paths.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
-    _write(paths.key, _pem_key(key), 0o600)
-    _write(paths.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+        write_atomic(paths.ca_key, pem_key(ca_key), 0o600)
+        write_atomic(paths.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_atomic(paths.key, pem_key(key), 0o600)
+    write_atomic(paths.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
     return paths
 
 

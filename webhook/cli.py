@@ -178,11 +178,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
     from webhook import certs
-    paths, generated = certs.ensure(settings.certDir)
-    if generated:
-        print(f"generated development certificates in {settings.certDir}; CA: {paths.ca_cert}", file=sys.stderr)
+    if cfg.certificates.mode == "secret":
+        paths = _start_certificate_sync(cfg, settings, args.kubeconfig or os.environ.get("KUBECONFIG"))
+        if paths is None:
+            return EXIT_USAGE
     else:
-        print(f"serving with {paths.cert}", file=sys.stderr)
+        paths, generated = certs.ensure(settings.certDir)
+        if generated:
+            print(f"generated development certificates in {settings.certDir}; CA: {paths.ca_cert}", file=sys.stderr)
+        else:
+            print(f"serving with {paths.cert}", file=sys.stderr)
     # Metrics of all workers add up through files in this directory (prometheus multiprocess mode).
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="workload-webhook-metrics-"))
     from webhook.server.gunicorn_app import Launch, WebhookServer
@@ -190,6 +195,58 @@ def cmd_serve(args: argparse.Namespace) -> int:
     cfg = dataclasses.replace(cfg, server=settings)
     WebhookServer(Launch(cfg, paths, kubeconfig=args.kubeconfig or os.environ.get("KUBECONFIG"))).run()
     return EXIT_OK
+
+
+def _certificate_loop(cfg, cert_dir: str, cluster_mode: str, kubeconfig: str | None) -> None:
+    """Child process: keeps the Secret, the files and the caBundles current."""
+    import signal
+    import threading
+    from webhook.server import logs
+    logs.setup(cfg.server.logLevel, cfg.server.logFormat)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    _certificate_sync(cfg, cert_dir, cluster_mode, kubeconfig).run(cfg.certificates.checkIntervalSeconds, stop)
+
+
+def _certificate_sync(cfg, cert_dir: str, cluster_mode: str, kubeconfig: str | None):
+    import datetime as dt
+    from webhook import certs
+    from webhook.cluster.cache import api_client
+    from webhook.cluster.certsync import CertSync, Policy
+    c = cfg.certificates
+    api = api_client("kubeconfig" if cluster_mode == "kubeconfig" else "auto", kubeconfig)
+    if api is None:
+        raise RuntimeError("certificates.mode secret needs a cluster (in-cluster or a kubeconfig)")
+    namespace, _, name = c.secret.partition("/")
+    policy = Policy(ca_validity=dt.timedelta(seconds=c.caValiditySeconds),
+                    leaf_validity=dt.timedelta(seconds=c.leafValiditySeconds),
+                    grace=dt.timedelta(seconds=c.graceSeconds),
+                    dns_names=tuple(c.dnsNames) or certs.DEFAULT_DNS)
+    return CertSync(api, namespace, name, c.webhookConfiguration, cert_dir, policy)
+
+
+def _start_certificate_sync(cfg, settings, kubeconfig: str | None):
+    """First sync in the foreground (so there is a certificate to serve), then
+    the loop in a child process started before gunicorn forks its workers."""
+    import multiprocessing
+    import time
+    from webhook import certs
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            _certificate_sync(cfg, settings.certDir, settings.cluster, kubeconfig).step()
+            break
+        except Exception as exc:
+            if time.monotonic() > deadline:
+                print(f"error: certificates from Secret {cfg.certificates.secret}: {exc}", file=sys.stderr)
+                return None
+            time.sleep(2)
+    print(f"serving certificates from Secret {cfg.certificates.secret} (renewed automatically)", file=sys.stderr)
+    proc = multiprocessing.get_context("fork").Process(
+        target=_certificate_loop, args=(cfg, settings.certDir, settings.cluster, kubeconfig),
+        name="certificate-sync", daemon=True)
+    proc.start()
+    return certs.Paths.in_dir(settings.certDir)
 
 
 def cmd_certs(args: argparse.Namespace) -> int:

@@ -87,6 +87,21 @@ class ServerSettings:
 
 
 @dataclass(frozen=True)
+class CertificateSettings:
+    """Where serving certificates come from: `files` in the cert dir (generated
+    for development when absent, e.g. mounted by cert-manager), or `secret`:
+    kept in a Secret, renewed, and the webhook configurations' caBundle patched."""
+    mode: str = "files"
+    secret: str | None = None                 # namespace/name, for mode secret
+    webhookConfiguration: str = "workload-webhook"
+    dnsNames: tuple[str, ...] = ()
+    caValiditySeconds: int = 10 * 365 * 86400
+    leafValiditySeconds: int = 365 * 86400
+    graceSeconds: int = 120
+    checkIntervalSeconds: int = 30
+
+
+@dataclass(frozen=True)
 class Config:
     featureGates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES))
     forbidAllWithBasic: bool = True
@@ -100,6 +115,7 @@ class Config:
     claimsToContainers: str = "none"
     targets: tuple[Target, ...] = ()
     server: ServerSettings = field(default_factory=ServerSettings)
+    certificates: CertificateSettings = field(default_factory=CertificateSettings)
 
     def gate(self, name: str) -> bool:
         return self.featureGates.get(name, False)
@@ -183,6 +199,9 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
     for i, key in enumerate(limits.get("allowedTopologyKeys") or []):
         if problem := formats.qualified_name(key):
             errors.append(invalid(Path("limits", "allowedTopologyKeys", i), key, problem))
+    cert = data.get("certificates") or {}
+    if cert.get("mode") == "secret" and "/" not in (cert.get("secret") or ""):
+        errors.append(FieldError("Required", Path("certificates", "secret"), detail="namespace/name of the Secret for mode secret"))
     if errors:
         raise ConfigError(source, _problems(errors))
 
@@ -200,6 +219,7 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
         claimsToContainers=pods.get("claimsToContainers", "none"),
         targets=tuple(targets),
         server=ServerSettings(**(data.get("server") or {})),
+        certificates=CertificateSettings(**{**cert, "dnsNames": tuple(cert.get("dnsNames") or ())}),
     )
 
 

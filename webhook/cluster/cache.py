@@ -201,9 +201,9 @@ class ClusterCache:
         return self._lookup("workloads", namespace, name)
 
 
-def connect(mode: str, kubeconfig: str | None, timeout: float):
-    """A started ClusterCache, or None when there is no cluster configuration.
-    mode: auto | in-cluster | kubeconfig | disabled."""
+def api_client(mode: str, kubeconfig: str | None):
+    """An ApiClient from the in-cluster config or a kubeconfig, or None when
+    mode is auto and there is neither. mode: auto | in-cluster | kubeconfig | disabled."""
     if mode == "disabled":
         return None
     from kubernetes import client, config
@@ -213,7 +213,7 @@ def connect(mode: str, kubeconfig: str | None, timeout: float):
         if mode in ("auto", "in-cluster"):
             try:
                 config.load_incluster_config(client_configuration=cfg)
-                return ClusterCache(client.ApiClient(cfg), timeout).start()
+                return client.ApiClient(cfg)
             except ConfigException:
                 if mode == "in-cluster":
                     raise
@@ -224,4 +224,10 @@ def connect(mode: str, kubeconfig: str | None, timeout: float):
             return None
         raise ClusterUnavailable(f"cannot load the {mode} cluster configuration: {exc}") from None
     cfg.retries = 0
-    return ClusterCache(client.ApiClient(cfg), timeout).start()
+    return client.ApiClient(cfg)
+
+
+def connect(mode: str, kubeconfig: str | None, timeout: float):
+    """A started ClusterCache, or None when there is no cluster configuration."""
+    api = api_client(mode, kubeconfig)
+    return ClusterCache(api, timeout).start() if api is not None else None

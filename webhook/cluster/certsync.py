@@ -1,0 +1,234 @@
+"""Certificates kept in a Kubernetes Secret (the chart's `self` mode).
+
+Every replica runs the same loop: read the Secret (create it if missing: the
+first writer wins, the others adopt what it wrote), renew what is due, write
+tls.crt/tls.key into the serving directory (the server reloads them), and make
+the caBundle of this service's two webhook configurations equal the Secret's
+CA bundle. Renewal happens at 2/3 of a certificate's life. A new CA is first
+only *added* to the bundle; the serving certificate moves to it one grace
+period later, and the old CA leaves the bundle one grace period after that,
+so the API server trusts the served certificate at every moment.
+
+`plan` is a pure function of the stored state and the time (unit-tested);
+`CertSync` does the I/O against the API server (proven in e2e)."""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import logging
+import os
+import threading
+from dataclasses import dataclass, replace
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
+from webhook import certs
+
+log = logging.getLogger("workload_webhook.certsync")
+
+ANNOTATION_STAGE = "workload-webhook.k8s.io/ca-rotation-started"
+
+
+@dataclass(frozen=True)
+class Material:
+    """What the Secret holds: a CA bundle (PEM, newest first), the signing CA
+    and its key, and the serving certificate and key."""
+    bundle: bytes
+    ca_cert: bytes
+    ca_key: bytes
+    tls_cert: bytes
+    tls_key: bytes
+    rotation_started: dt.datetime | None = None   # when the newest CA joined the bundle
+
+    @classmethod
+    def from_secret(cls, data: dict[str, str], annotations: dict[str, str] | None) -> "Material | None":
+        try:
+            raw = {k: base64.b64decode(data[k]) for k in ("ca.crt", "ca-signing.crt", "ca.key", "tls.crt", "tls.key")}
+        except (KeyError, TypeError, ValueError):
+            return None
+        started = (annotations or {}).get(ANNOTATION_STAGE)
+        return cls(raw["ca.crt"], raw["ca-signing.crt"], raw["ca.key"], raw["tls.crt"], raw["tls.key"],
+                   dt.datetime.fromisoformat(started) if started else None)
+
+    def secret_data(self) -> dict[str, str]:
+        enc = lambda b: base64.b64encode(b).decode()  # noqa: E731
+        return {"ca.crt": enc(self.bundle), "ca-signing.crt": enc(self.ca_cert), "ca.key": enc(self.ca_key),
+                "tls.crt": enc(self.tls_cert), "tls.key": enc(self.tls_key)}
+
+    def annotations(self) -> dict[str, str | None]:
+        return {ANNOTATION_STAGE: self.rotation_started.isoformat() if self.rotation_started else None}
+
+
+@dataclass(frozen=True)
+class Policy:
+    ca_validity: dt.timedelta = dt.timedelta(days=3650)
+    leaf_validity: dt.timedelta = dt.timedelta(days=365)
+    grace: dt.timedelta = dt.timedelta(minutes=2)      # time for every replica and the API server to see a change
+    dns_names: tuple[str, ...] = certs.DEFAULT_DNS
+    ips: tuple[str, ...] = certs.DEFAULT_IPS
+
+
+def _pem(cert) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _certs(pem: bytes) -> list[x509.Certificate]:
+    return x509.load_pem_x509_certificates(pem)
+
+
+def _due(cert: x509.Certificate, validity: dt.timedelta, now: dt.datetime) -> bool:
+    """Renew at 2/3 of the intended life: when less than a third remains."""
+    return cert.not_valid_after_utc - now < validity / 3
+
+
+def _issue_leaf(ca_pem: bytes, ca_key_pem: bytes, policy: Policy, now: dt.datetime | None = None) -> tuple[bytes, bytes]:
+    ca = x509.load_pem_x509_certificate(ca_pem)
+    key = serialization.load_pem_private_key(ca_key_pem, password=None)
+    leaf, leaf_key = certs.make_serving(ca, key, policy.dns_names, policy.ips, validity=policy.leaf_validity, now=now)
+    return _pem(leaf), certs.pem_key(leaf_key)
+
+
+def fresh(policy: Policy) -> Material:
+    ca, ca_key = certs.make_ca("workload-webhook CA", validity=policy.ca_validity)
+    ca_pem, key_pem = _pem(ca), certs.pem_key(ca_key)
+    tls, tls_key = _issue_leaf(ca_pem, key_pem, policy)
+    return Material(ca_pem, ca_pem, key_pem, tls, tls_key)
+
+
+def plan(m: Material, policy: Policy, now: dt.datetime) -> tuple[Material, str] | None:
+    """The next step of the rotation, or None when nothing is due."""
+    signing = x509.load_pem_x509_certificate(m.ca_cert)
+    bundle = _certs(m.bundle)
+    leaf = x509.load_pem_x509_certificate(m.tls_cert)
+    leaf_by_signing = _issued_by(leaf, signing)
+    settled = m.rotation_started is None or now - m.rotation_started >= policy.grace
+
+    # 1. A CA nearing its end: add a new one to the bundle, keep serving the old leaf.
+    if _due(signing, policy.ca_validity, now) and m.rotation_started is None:
+        ca, ca_key = certs.make_ca("workload-webhook CA", validity=policy.ca_validity, now=now)
+        new_bundle = _pem(ca) + b"".join(_pem(c) for c in bundle if c.not_valid_after_utc > now)
+        return replace(m, bundle=new_bundle, ca_cert=_pem(ca), ca_key=certs.pem_key(ca_key),
+                       rotation_started=now), "new CA added to the bundle"
+    # 2. One grace period later: serve a leaf from the new CA (or renew a leaf that is due).
+    if settled and (not leaf_by_signing or _due(leaf, policy.leaf_validity, now)):
+        tls, tls_key = _issue_leaf(m.ca_cert, m.ca_key, policy, now)
+        return replace(m, tls_cert=tls, tls_key=tls_key,
+                       rotation_started=now if m.rotation_started else None), "serving certificate renewed"
+    # 3. Another grace period later: drop the CAs nothing is signed by any more.
+    if settled and leaf_by_signing and len(bundle) > 1:
+        return replace(m, bundle=m.ca_cert, rotation_started=None), "old CA removed from the bundle"
+    return None
+
+
+def _issued_by(leaf: x509.Certificate, ca: x509.Certificate) -> bool:
+    from cryptography.exceptions import InvalidSignature
+    try:
+        leaf.verify_directly_issued_by(ca)
+        return True
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+
+
+class CertSync:
+    """The I/O side: one Secret, two webhook configurations, one serving directory."""
+
+    def __init__(self, api_client, namespace: str, secret: str, webhook_config: str, cert_dir: str,
+                 policy: Policy = Policy()):
+        from kubernetes import client
+        self.core = client.CoreV1Api(api_client)
+        self.admission = client.AdmissionregistrationV1Api(api_client)
+        self.namespace, self.secret, self.webhook_config = namespace, secret, webhook_config
+        self.paths = certs.Paths.in_dir(cert_dir)
+        self.policy = policy
+
+    def _read(self):
+        from kubernetes.client.rest import ApiException
+        try:
+            return self.core.read_namespaced_secret(self.secret, self.namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def step(self, now: dt.datetime | None = None) -> str | None:
+        """One reconcile; returns what changed in the Secret, if anything."""
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+        now = now or dt.datetime.now(dt.timezone.utc)
+        secret = self._read()
+        changed = None
+        if secret is None:
+            m = fresh(self.policy)
+            body = client.V1Secret(metadata=client.V1ObjectMeta(name=self.secret, namespace=self.namespace,
+                                                                labels={"app.kubernetes.io/name": "workload-webhook"}),
+                                   type="Opaque", data=m.secret_data())
+            try:
+                self.core.create_namespaced_secret(self.namespace, body)
+                changed = "created"
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+                secret = self._read()          # another replica was first: adopt its certificates
+        if secret is not None:
+            m = Material.from_secret(secret.data or {}, secret.metadata.annotations)
+            if m is None:                       # unusable content: start over, overwriting it
+                m, changed = fresh(self.policy), "replaced unusable content"
+            else:
+                step = plan(m, self.policy, now)
+                if step:
+                    m, changed = step
+            if changed:
+                secret.data = m.secret_data()
+                secret.metadata.annotations = {**(secret.metadata.annotations or {}), **m.annotations()}
+                try:
+                    self.core.replace_namespaced_secret(self.secret, self.namespace, secret)  # resourceVersion-guarded
+                except ApiException as exc:
+                    if exc.status != 409:
+                        raise
+                    return None                 # a replica changed it first; the next step adopts it
+        self._write_files(m)
+        self._patch_ca_bundles(m.bundle)
+        if changed:
+            log.info("certificates: %s", changed)
+        return changed
+
+    def _write_files(self, m: Material) -> None:
+        os.makedirs(os.path.dirname(self.paths.cert) or ".", exist_ok=True)
+        for path, data, mode in ((self.paths.ca_cert, m.bundle, 0o644), (self.paths.key, m.tls_key, 0o600),
+                                 (self.paths.cert, m.tls_cert, 0o644)):
+            try:
+                with open(path, "rb") as f:
+                    if f.read() == data:
+                        continue
+            except OSError:
+                pass
+            certs.write_atomic(path, data, mode)   # key first: the reloader pairs them by content
+
+    def _patch_ca_bundles(self, bundle: bytes) -> None:
+        from kubernetes.client.rest import ApiException
+        encoded = base64.b64encode(bundle).decode()
+        for read, patch in ((self.admission.read_validating_webhook_configuration,
+                             self.admission.patch_validating_webhook_configuration),
+                            (self.admission.read_mutating_webhook_configuration,
+                             self.admission.patch_mutating_webhook_configuration)):
+            try:
+                current = read(self.webhook_config)
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue                    # not installed (yet): nothing to patch
+                raise
+            hooks = current.webhooks or []
+            if all((h.client_config.ca_bundle or "") == encoded for h in hooks):
+                continue
+            ops = [{"op": "replace" if h.client_config.ca_bundle else "add",
+                    "path": f"/webhooks/{i}/clientConfig/caBundle", "value": encoded} for i, h in enumerate(hooks)]
+            patch(self.webhook_config, ops)
+
+    def run(self, interval: float, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                self.step()
+            except Exception as exc:  # keep serving the last good certificates; say why
+                log.warning("certificate sync failed: %s", str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__)
+            stop.wait(interval)
