@@ -1,0 +1,110 @@
+{{- define "ww.name" -}}workload-webhook{{- end -}}
+
+{{- define "ww.fullname" -}}
+{{- if contains "workload-webhook" .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-workload-webhook" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ww.labels" -}}
+app.kubernetes.io/name: workload-webhook
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "ww.selector" -}}
+app.kubernetes.io/name: workload-webhook
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "ww.tlsSecret" -}}
+{{- if eq .Values.certificates.mode "provided" -}}{{ .Values.certificates.provided.secretName }}{{- else -}}{{ include "ww.fullname" . }}-tls{{- end -}}
+{{- end -}}
+
+{{/* The config file: the user's config plus what the chart decides (server, certificates). */}}
+{{- define "ww.config" -}}
+{{- $c := deepCopy .Values.config -}}
+{{- $_ := set $c "server" (dict "port" (int .Values.server.port) "bindAddress" "0.0.0.0" "certDir" "/var/run/workload-webhook/certs" "workers" (int .Values.server.workers) "maxBodyBytes" (int .Values.server.maxBodyBytes) "lookupTimeoutSeconds" .Values.server.lookupTimeoutSeconds "logLevel" .Values.server.logLevel "logFormat" .Values.server.logFormat "cluster" "auto") -}}
+{{- if eq .Values.certificates.mode "self" -}}
+{{- $s := .Values.certificates.self -}}
+{{- $_ := set $c "certificates" (dict "mode" "secret" "secret" (printf "%s/%s" .Release.Namespace (include "ww.tlsSecret" .)) "webhookConfiguration" (include "ww.fullname" .) "dnsNames" (include "ww.dnsNames" . | fromYamlArray) "caValiditySeconds" (int $s.caValiditySeconds) "leafValiditySeconds" (int $s.leafValiditySeconds) "graceSeconds" (int $s.graceSeconds) "checkIntervalSeconds" (int $s.checkIntervalSeconds)) -}}
+{{- else -}}
+{{- $_ := set $c "certificates" (dict "mode" "files") -}}
+{{- end -}}
+{{- toYaml $c -}}
+{{- end -}}
+
+{{- define "ww.dnsNames" -}}
+{{- $svc := include "ww.fullname" . -}}
+- {{ $svc }}
+- {{ $svc }}.{{ .Release.Namespace }}
+- {{ $svc }}.{{ .Release.Namespace }}.svc
+- {{ $svc }}.{{ .Release.Namespace }}.svc.cluster.local
+- localhost
+{{- end -}}
+
+{{/* caBundle: self mode keeps what the service already stored (so an upgrade never blanks it). */}}
+{{- define "ww.caBundle" -}}
+{{- if eq .Values.certificates.mode "provided" -}}
+{{- .Values.certificates.provided.caBundle | b64enc -}}
+{{- else if eq .Values.certificates.mode "self" -}}
+{{- $secret := lookup "v1" "Secret" .Release.Namespace (include "ww.tlsSecret" .) -}}
+{{- if and $secret $secret.data (hasKey $secret.data "ca.crt") -}}{{ index $secret.data "ca.crt" }}{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ww.clientConfig" -}}
+{{- $bundle := include "ww.caBundle" .root -}}
+{{- if $bundle }}
+caBundle: {{ $bundle }}
+{{- end }}
+{{- if .root.Values.webhook.url }}
+url: {{ printf "%s%s" (trimSuffix "/" .root.Values.webhook.url) .path }}
+{{- else }}
+service:
+  name: {{ include "ww.fullname" .root }}
+  namespace: {{ .root.Release.Namespace }}
+  path: {{ .path }}
+  port: 443
+{{- end }}
+{{- end -}}
+
+{{- define "ww.common" -}}
+sideEffects: None
+admissionReviewVersions: ["v1"]
+timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+matchPolicy: Equivalent
+namespaceSelector:
+  matchExpressions:
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values: {{ concat (list "kube-system" .Release.Namespace) .Values.webhook.extraExcludedNamespaces | uniq | sortAlpha | toJson }}
+{{- end -}}
+
+{{- define "ww.podMatch" -}}
+{{- $label := default "scheduling.k8s.io/pod-group" .Values.config.pods.groupLabel -}}
+matchConditions:
+  - name: names-a-pod-group
+    expression: {{ printf "(has(object.metadata.labels) && '%s' in object.metadata.labels) || has(object.spec.schedulingGroup)" $label | quote }}
+{{- end -}}
+
+{{- define "ww.targetRules" -}}
+{{- range .targets }}
+- apiGroups: [{{ .group | quote }}]
+  apiVersions: {{ default (list "*") .versions | toJson }}
+  resources: [{{ default (printf "%ss" (lower .kind)) .plural | quote }}]
+  operations: {{ $.operations | toJson }}
+  scope: "*"
+{{- end }}
+{{- end -}}
+
+{{- define "ww.certManagerAnnotation" -}}
+{{- if eq .Values.certificates.mode "certManager" }}
+annotations:
+  cert-manager.io/inject-ca-from: {{ printf "%s/%s-serving" .Release.Namespace (include "ww.fullname" .) }}
+{{- end }}
+{{- end -}}

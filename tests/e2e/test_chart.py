@@ -1,0 +1,298 @@
+"""The Helm chart against the real API server: every certificate mode renders
+and is accepted; an install in url mode (the service running locally with the
+chart's own configuration and its ServiceAccount's token) enforces, survives
+an upgrade and certificate rotation with zero failed admission requests, and
+leaves nothing behind on uninstall."""
+from __future__ import annotations
+
+import base64
+import copy
+import http.client
+import json
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+import yaml
+from cryptography import x509
+
+from tests.server.harness import REPO, Server
+from webhook import config as config_mod
+from webhook.registration import Endpoint, configurations
+
+CHART = os.path.join(REPO, "charts", "workload-webhook")
+NS = "ww-chart"
+RELEASE = "wwc"
+FULLNAME = "wwc-workload-webhook"
+SA = f"system:serviceaccount:{NS}:{FULLNAME}"
+TRAINJOB_TARGET = {"group": "training.example.com", "kind": "TrainJob", "versions": ["v1alpha1"],
+                   "groups": [{"schedulingPolicy": "spec.scheduling.schedulingPolicy",
+                               "disruptionMode": "spec.scheduling.disruptionMode", "size": "spec.replicas"}]}
+EVALJOB_TARGET = {**TRAINJOB_TARGET, "kind": "EvalJob"}
+ALL_GATES = {g: True for g in ("GenericWorkload", "TopologyAwareWorkloadScheduling", "DRAWorkloadResourceClaims",
+                               "CompositePodGroup", "PodGroupPreemptionPolicy")}
+MODES = {
+    "default": [],
+    "self-url": ["--set", "webhook.url=https://127.0.0.1:9443"],
+    "certManager": ["--set", "certificates.mode=certManager"],
+    "certManager-issuer": ["--set", "certificates.mode=certManager", "--set", "certificates.certManager.issuerRef.name=corp",
+                           "--set", "certificates.certManager.issuerRef.kind=ClusterIssuer"],
+    "provided": ["--set", "certificates.mode=provided", "--set", "certificates.provided.secretName=my-tls",
+                 "--set", "certificates.provided.caBundle=-----BEGIN CERTIFICATE-----"],
+    "extras": ["--set", "networkPolicy.enabled=true", "--set", "serviceMonitor.enabled=true",
+               "--set", "priorityClassName=system-cluster-critical"],
+}
+NO_CRD_HERE = ("cert-manager.io/", "monitoring.coreos.com/")   # kinds whose CRDs this test cluster lacks
+
+
+def helm(cluster, *args, check=True, timeout=120):
+    proc = subprocess.run([cluster.helm, "--kubeconfig", cluster.kubeconfig("admin"), *args],
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} failed:\n{proc.stderr}")
+    return proc
+
+
+def values_file(tmp_path, **values) -> str:
+    path = tmp_path / f"values-{len(os.listdir(tmp_path))}.yaml"
+    path.write_text(yaml.safe_dump(values))
+    return str(path)
+
+
+def rendered(cluster, tmp_path, *extra) -> list[dict]:
+    vals = values_file(tmp_path, config={"targets": [TRAINJOB_TARGET], "featureGates": ALL_GATES})
+    out = helm(cluster, "template", RELEASE, CHART, "-n", NS, "-f", vals, *extra).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_lint_template_and_server_dry_run(cluster, kubectl, tmp_path, mode):
+    kubectl("create", "namespace", NS, check=False)
+    helm(cluster, "lint", CHART, *MODES[mode])
+    docs = rendered(cluster, tmp_path, *MODES[mode])
+    kinds = {d["kind"] for d in docs}
+    assert {"Deployment", "Service", "ConfigMap", "ServiceAccount", "ClusterRole", "ValidatingWebhookConfiguration",
+            "MutatingWebhookConfiguration", "PodDisruptionBudget"} <= kinds
+    checkable = [d for d in docs if not d["apiVersion"].startswith(NO_CRD_HERE)]
+    proc = kubectl("apply", "--dry-run=server", "-n", NS, "-f", "-", stdin=yaml.safe_dump_all(checkable), check=False)
+    assert proc.returncode == 0, proc.stderr
+    if mode.startswith("certManager"):
+        certificates = [d for d in docs if d["kind"] == "Certificate"]
+        serving = next(c for c in certificates if c["metadata"]["name"] == f"{FULLNAME}-serving")
+        assert serving["spec"]["secretName"] == f"{FULLNAME}-tls" and f"{FULLNAME}.{NS}.svc" in serving["spec"]["dnsNames"]
+        hooks = [d for d in docs if d["kind"].endswith("WebhookConfiguration")]
+        assert all(h["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NS}/{FULLNAME}-serving" for h in hooks)
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    sc = deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+    assert sc == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "privileged": False,
+                  "capabilities": {"drop": ["ALL"]}}
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
+def test_bad_values_are_refused(cluster):
+    proc = helm(cluster, "template", RELEASE, CHART, "--set", "certificates.mode=vault", check=False)
+    assert proc.returncode != 0 and "certificates" in proc.stderr
+
+
+def test_chart_config_is_what_the_service_loads_and_webhooks_match_the_service(cluster, tmp_path):
+    docs = rendered(cluster, tmp_path, "--set", "webhook.url=https://127.0.0.1:9443")
+    cm = next(d for d in docs if d["kind"] == "ConfigMap")
+    cfg = config_mod.from_dict(yaml.safe_load(cm["data"]["config.yaml"]))       # the service accepts it
+    assert cfg.certificates.mode == "secret" and cfg.certificates.secret == f"{NS}/{FULLNAME}-tls"
+    expected = configurations(cfg, Endpoint(b"x", url="https://127.0.0.1:9443"), name=FULLNAME, namespace=NS)
+
+    def essence(doc):
+        return [{k: v for k, v in h.items() if k != "clientConfig"} | {"url": h["clientConfig"].get("url")}
+                for h in doc["webhooks"]]
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        chart_doc = next(d for d in docs if d["kind"] == kind)
+        ours = next(d for d in expected if d["kind"] == kind)
+        assert essence(chart_doc) == essence(ours), kind
+
+
+# ---------------------------------------------------------------- install in url mode
+
+class AdmissionLoop:
+    """A steady loop of server-side dry-run TrainJob creations through the API
+    server (so every request is an admission call to the webhook). Bounded."""
+
+    def __init__(self, cluster, namespace, max_seconds=120):
+        self.cluster, self.namespace, self.max_seconds = cluster, namespace, max_seconds
+        self.results: list[tuple[float, int, str]] = []
+        self._stop = threading.Event()
+
+    def _one(self, conn, bad: bool) -> tuple[int, str]:
+        sched = {"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}} if bad else \
+            {"schedulingPolicy": {"gang": {"minCount": 1}}}
+        obj = {"apiVersion": "training.example.com/v1alpha1", "kind": "TrainJob",
+               "metadata": {"generateName": "loop-"}, "spec": {"replicas": 1, "scheduling": sched}}
+        conn.request("POST", f"/apis/training.example.com/v1alpha1/namespaces/{self.namespace}/trainjobs?dryRun=All",
+                     json.dumps(obj), {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode(errors="replace")[:300]
+
+    def _run(self):
+        deadline = time.monotonic() + self.max_seconds
+        conn = http.client.HTTPSConnection("127.0.0.1", self.cluster.port, context=self.cluster.ssl_context("admin"),
+                                           timeout=15)
+        bad = False
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            bad = not bad
+            try:
+                status, body = self._one(conn, bad)
+            except (OSError, http.client.HTTPException) as exc:
+                status, body = -1, repr(exc)
+                conn.close()
+            self.results.append((time.monotonic(), status if status != (422 if bad else 201) else 0, body))
+            time.sleep(0.05)
+        conn.close()
+
+    def failures(self):
+        return [r for r in self.results if r[1] != 0]
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self.thread.join(30)
+
+
+def sa_kubeconfig(cluster, kubectl, path) -> str:
+    token = kubectl("create", "token", FULLNAME, "-n", NS, "--duration=2h").stdout.strip()
+    with open(cluster.ca_path, "rb") as f:
+        ca = base64.b64encode(f.read()).decode()
+    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "sa",
+           "clusters": [{"name": "c", "cluster": {"server": cluster.url, "certificate-authority-data": ca}}],
+           "users": [{"name": "sa", "user": {"token": token}}],
+           "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}]}
+    with open(path, "w") as f:
+        yaml.safe_dump(doc, f)
+    return str(path)
+
+
+def can(kubectl, *args) -> bool:
+    return kubectl("auth", "can-i", *args, "--as", SA, check=False).stdout.strip() == "yes"
+
+
+def secret_ca(kubectl) -> bytes:
+    data = kubectl.get("secret", f"{FULLNAME}-tls", NS).get("data") or {}
+    return base64.b64decode(data.get("ca-signing.crt", ""))
+
+
+def local_service(workdir, kubectl, kubeconfig, port) -> Server:
+    os.makedirs(workdir, exist_ok=True)
+    config_path = os.path.join(workdir, "chart-config.yaml")
+    with open(config_path, "w") as f:
+        f.write(kubectl("get", "configmap", FULLNAME, "-n", NS, "-o", "jsonpath={.data.config\\.yaml}").stdout)
+    server = Server(workdir, config=config_path, extra=["--cluster", "kubeconfig", "--kubeconfig", kubeconfig,
+                                                        "--bind-address", "127.0.0.1"])
+    server.port = port
+    server.args[server.args.index("--port") + 1] = str(port)
+    return server
+
+
+def test_install_upgrade_rotate_uninstall(cluster, kubectl, crds, webhook, tmp_path):
+    # The session's own registration would answer too: step it aside for this test.
+    kubectl("delete", "validatingwebhookconfiguration,mutatingwebhookconfiguration", "workload-webhook")
+    kubectl("create", "namespace", NS, check=False)
+    evaljob_crd = open(os.path.join(REPO, "examples", "crds", "trainjob.yaml")).read() \
+        .replace("trainjobs", "evaljobs").replace("TrainJobList", "EvalJobList").replace("TrainJob", "EvalJob") \
+        .replace("trainjob", "evaljob")
+    kubectl("apply", "-f", "-", stdin=evaljob_crd)
+    kubectl("wait", "--for=condition=Established", "crd/evaljobs.training.example.com", "--timeout=60s")
+    kubectl("create", "namespace", "chart-tenant", check=False)
+    server = None
+    try:
+        port = Server(str(tmp_path)).port
+        short = {"caValiditySeconds": 45, "leafValiditySeconds": 24, "graceSeconds": 5, "checkIntervalSeconds": 1}
+        vals = values_file(tmp_path, webhook={"url": f"https://127.0.0.1:{port}"},
+                           certificates={"mode": "self", "self": short},
+                           config={"targets": [TRAINJOB_TARGET], "featureGates": ALL_GATES})
+        helm(cluster, "install", RELEASE, CHART, "-n", NS, "-f", vals)
+
+        # Least privilege, checked by the API server's own authorizer.
+        assert can(kubectl, "watch", "podgroups.scheduling.k8s.io", "--all-namespaces")
+        assert can(kubectl, "list", "workloads.scheduling.k8s.io", "--all-namespaces")
+        assert can(kubectl, "update", f"secret/{FULLNAME}-tls", "-n", NS)
+        assert can(kubectl, "patch", f"validatingwebhookconfigurations/{FULLNAME}")
+        assert can(kubectl, "patch", f"mutatingwebhookconfigurations/{FULLNAME}")
+        for denied in (["get", "secrets", "-n", NS], ["get", "secret/other", "-n", NS], ["create", "secrets", "-n", NS],
+                       ["get", f"secret/{FULLNAME}-tls", "-n", "kube-system"], ["list", "secrets", "--all-namespaces"],
+                       ["patch", "validatingwebhookconfigurations/someone-else"], ["delete", "podgroups.scheduling.k8s.io"],
+                       ["create", "pods", "-n", NS], ["update", "workloads.scheduling.k8s.io"], ["*", "*"]):
+            assert not can(kubectl, *denied), denied
+
+        kubeconfig = sa_kubeconfig(cluster, kubectl, tmp_path / "sa.kubeconfig")
+        server = local_service(str(tmp_path / "svc1"), kubectl, kubeconfig, port)
+        server.start()
+        first_ca = secret_ca(kubectl)
+        assert first_ca, "the service did not fill the chart's Secret"
+        hook = json.loads(kubectl("get", "validatingwebhookconfiguration", FULLNAME, "-o", "json").stdout)
+        assert all(h["clientConfig"].get("caBundle") for h in hook["webhooks"])
+
+        bad = {"apiVersion": "training.example.com/v1alpha1", "kind": "TrainJob", "metadata": {"name": "bad", "namespace": "chart-tenant"},
+               "spec": {"replicas": 1, "scheduling": {"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}}}}
+        proc = kubectl.apply(bad, check=False)
+        assert proc.returncode != 0 and "spec.scheduling.disruptionMode" in proc.stderr
+
+        # Certificate rotation (CA and serving certificate) under a steady loop of admission calls.
+        leaf_serials = set()
+        with AdmissionLoop(cluster, "chart-tenant", max_seconds=90) as loop:
+            deadline = time.monotonic() + 75
+            while time.monotonic() < deadline:
+                conn = server.connection()
+                conn.connect()
+                leaf_serials.add(x509.load_der_x509_certificate(conn.sock.getpeercert(binary_form=True)).serial_number)
+                conn.close()
+                if secret_ca(kubectl) != first_ca and len(leaf_serials) >= 3 and \
+                        len(x509.load_pem_x509_certificates(base64.b64decode(
+                            kubectl.get("secret", f"{FULLNAME}-tls", NS)["data"]["ca.crt"]))) == 1:
+                    break
+                time.sleep(1)
+        assert secret_ca(kubectl) != first_ca, "the CA never rotated"
+        assert len(leaf_serials) >= 3, "the serving certificate never rotated"
+        assert len(loop.results) > 100
+        assert loop.failures() == [], loop.failures()[:3]
+
+        # helm upgrade adding a target: enforcement stays continuous (the caBundle survives the upgrade).
+        vals2 = values_file(tmp_path, webhook={"url": f"https://127.0.0.1:{port}"},
+                            certificates={"mode": "self", "self": short},
+                            config={"targets": [TRAINJOB_TARGET, EVALJOB_TARGET], "featureGates": ALL_GATES})
+        with AdmissionLoop(cluster, "chart-tenant", max_seconds=60) as loop:
+            time.sleep(2)
+            helm(cluster, "upgrade", RELEASE, CHART, "-n", NS, "-f", vals2)
+            time.sleep(3)
+        assert len(loop.results) > 20 and loop.failures() == [], loop.failures()[:3]
+        # The rollout: the service restarts with the upgraded configuration.
+        server.stop()
+        server = local_service(str(tmp_path / "svc2"), kubectl, kubeconfig, port)
+        server.start()
+        bad_eval = copy.deepcopy(bad) | {"kind": "EvalJob"}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            proc = kubectl.apply(bad_eval, "--dry-run=server", check=False)
+            if proc.returncode != 0:
+                break
+            time.sleep(1)
+        assert proc.returncode != 0 and "spec.scheduling.disruptionMode" in proc.stderr
+
+        # Uninstall leaves no webhook configuration behind; Pods are created as before.
+        helm(cluster, "uninstall", RELEASE, "-n", NS, "--wait", "--timeout", "60s")
+        for kind in ("validatingwebhookconfiguration", "mutatingwebhookconfiguration"):
+            assert not kubectl("get", kind, FULLNAME, "--ignore-not-found", "-o", "name").stdout.strip()
+        assert not kubectl.exists("secret", f"{FULLNAME}-tls", NS)
+        server.stop()
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "after", "namespace": "chart-tenant",
+                                                               "labels": {"scheduling.k8s.io/pod-group": "g"}},
+               "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        kubectl.apply(pod)
+    finally:
+        if server:
+            server.stop()
+        helm(cluster, "uninstall", RELEASE, "-n", NS, check=False)
+        webhook.register()
