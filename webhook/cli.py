@@ -188,8 +188,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"generated development certificates in {settings.certDir}; CA: {paths.ca_cert}", file=sys.stderr)
         else:
             print(f"serving with {paths.cert}", file=sys.stderr)
-    # Metrics of all workers add up through files in this directory (prometheus multiprocess mode).
-    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="workload-webhook-metrics-"))
+    # Metrics of all workers add up through files in this directory (prometheus multiprocess mode);
+    # files of an earlier run (a restarted container keeps its emptyDir) would add up too.
+    metrics_dir = os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="workload-webhook-metrics-"))
+    os.makedirs(metrics_dir, exist_ok=True)
+    for stale in os.listdir(metrics_dir):
+        if stale.endswith(".db"):
+            os.unlink(os.path.join(metrics_dir, stale))
     from webhook.server.gunicorn_app import Launch, WebhookServer
     import dataclasses
     cfg = dataclasses.replace(cfg, server=settings)

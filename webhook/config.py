@@ -148,7 +148,10 @@ def _check_fanout(paths: dict[str, FieldPath], where: Path, errors: list[FieldEr
     if deepest is None:
         return
     for name, p in paths.items():
-        if p.list_prefixes() != deepest.list_prefixes()[: p.wildcards]:
+        if p.wildcards != deepest.wildcards:
+            errors.append(invalid(where.child(name), str(p), f"must fan out like {deepest} (`[*]` {deepest.wildcards} "
+                                  "time(s)): a block outside the list would be judged once per item, or never"))
+        elif p.list_prefixes() != deepest.list_prefixes():
             errors.append(invalid(where.child(name), str(p),
                                   f"its `[*]` lists must be a prefix of those of {deepest} (same items, same order)"))
 

@@ -113,5 +113,5 @@ def _mutate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
     target = cfg.target_for(req.group, req.version, req.kind)
     if target is None or not isinstance(obj, dict):
         return Verdict(checked=False)
-    ops = patch.diff(obj, default_target(obj, target))
+    ops = patch.diff(obj, default_target(obj, target, cfg.maxMinCount))
     return Verdict(patch=ops or None)

@@ -2,6 +2,7 @@
 `workload-webhook serve` (gunicorn, TLS)."""
 import base64
 import json
+import socket
 import ssl
 import time
 
@@ -122,7 +123,7 @@ def raw(server, body, ctype="application/json", path="/validate"):
      b'"kind":"Pod"},"operation":"PATCH"}}', "application/json", 400, "operation"),
     (b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":"Pod","operation":"CREATE"}}',
      "application/json", 400, "request.kind"),
-    (b"{}", "text/plain", 415, "Content-Type"),
+    (b"{}", "text/plain", 400, "Content-Type"),
     (b"{}", None, 400, "Content-Type"),
     (b"\xff\xfe\x00garbage", "application/json", 400, "not valid JSON"),
 ], ids=["not json", "empty", "array", "v1beta1", "no request", "no uid", "bad operation", "kind string",
@@ -176,13 +177,18 @@ def test_ADM_6_wrong_method_and_path(server):
 
 
 def test_tls_1_2_minimum_and_keep_alive(server):
-    old = server.ssl_context()
+    # A client that would speak TLS 1.0/1.1 (and accepts legacy ciphers, so only the
+    # server's floor can stop it) is refused by the server with a protocol-version alert.
+    old = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    old.check_hostname, old.verify_mode = False, ssl.CERT_NONE
+    old.set_ciphers("DEFAULT:@SECLEVEL=0")
     with pytest.warns(DeprecationWarning):
         old.minimum_version, old.maximum_version = ssl.TLSVersion.TLSv1, ssl.TLSVersion.TLSv1_1
-    with pytest.raises(ssl.SSLError):
-        conn = server.connection()
-        conn._context = old
-        server.get("/healthz", conn=conn)
+    raw = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    with pytest.raises(ssl.SSLError) as refused:
+        old.wrap_socket(raw, server_hostname="localhost")
+    raw.close()
+    assert "VERSION" in str(refused.value).upper()
     conn = server.connection(maximum_version=ssl.TLSVersion.TLSv1_2)
     conn.connect()
     assert conn.sock.version() == "TLSv1.2"
@@ -192,6 +198,15 @@ def test_tls_1_2_minimum_and_keep_alive(server):
         assert status == 200
         assert conn.sock.getsockname() == local
     conn.close()
+
+
+def test_hostile_kinds_do_not_grow_metric_labels(server):
+    for i in range(5):
+        req = admission_request(podgroup())
+        req["kind"]["kind"] = f"Junk{i}"
+        server.review("/validate", req)
+    _, _, body = server.get("/metrics")
+    assert b"Junk" not in body and b'kind="other"' in body
 
 
 def test_logs_are_json_without_bodies(server):

@@ -55,5 +55,5 @@ def test_new_leaf_waits_a_grace_period_after_the_new_ca():
 
 def test_secret_round_trip():
     m = fresh(POLICY)
-    assert Material.from_secret(m.secret_data(), m.annotations() | {}) == m
+    assert Material.from_secret(m.secret_data(), m.annotations()) == m
     assert Material.from_secret({"ca.crt": "!!"}, None) is None

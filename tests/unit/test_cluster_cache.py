@@ -77,13 +77,6 @@ def test_unknown_or_broken_events_ask_for_a_relist():
     assert s.apply({"type": "ADDED", "object": "garbage", "raw_object": "garbage"}) == RELIST
 
 
-def test_client_raises_410_as_api_exception_shape():
-    """The client turns a 410 ERROR into ApiException(status=410) itself; the
-    informer relists on that status (see Informer.run)."""
-    from kubernetes.client.rest import ApiException
-    assert ApiException(status=410, reason="Expired").status == 410
-
-
 # --- server settings: flags over environment over the config file
 def ns(**kw):
     base = {k: None for k in cli.SERVER_FLAGS}

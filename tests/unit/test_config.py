@@ -73,6 +73,16 @@ targets:
     assert "configured twice" in text
 
 
+def test_a_group_entry_fans_out_once(tmp_path):
+    found = problems(tmp_path, """
+targets:
+  - group: x.example.com
+    kind: A
+    groups: [{schedulingPolicy: "spec.jobs[*].policy", disruptionMode: spec.disruptionMode}]
+""")
+    assert any("targets[0].groups[0].disruptionMode" in p and "fan out" in p for p in found)
+
+
 def test_unreadable_and_broken_files(tmp_path):
     with pytest.raises(cfgmod.ConfigError, match="cannot read"):
         cfgmod.load(tmp_path / "missing.yaml")

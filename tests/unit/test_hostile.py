@@ -125,3 +125,26 @@ def test_null_everywhere_is_absent():
     obj["spec"]["priority"] = None
     obj["metadata"]["labels"] = None
     assert engine.validate(engine.Request.for_object(obj), CFG).allowed
+
+
+@settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", 200)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["spec", "spec.resourceClaims", "spec.workloadRef", "metadata", "spec.podGroupTemplates"]),
+       json_values)
+def test_malformed_cluster_objects_never_raise(where, junk):
+    """A cluster view (or the files given to `validate`) may hold broken PodGroups and Workloads."""
+    from webhook.cluster.view import StaticView
+    pg = podgroup(resourceClaims=[{"name": "g", "resourceClaimName": "g"}],
+                  workloadRef={"workloadName": "wl", "templateName": "workers"})
+    wl = workload([template("workers")])
+    for obj in (pg, wl):
+        node = obj
+        keys = where.split(".")
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+        node[keys[-1]] = junk
+    view = StaticView([pg, wl], authoritative=True)
+    for verdict in (engine.mutate(engine.Request.for_object(pod({"scheduling.k8s.io/pod-group": "pg"})), CFG, view),
+                    engine.validate(engine.Request.for_object(podgroup(
+                        workloadRef={"workloadName": "wl", "templateName": "workers"})), CFG, view)):
+        assert all(isinstance(e, FieldError) for e in verdict.errors)

@@ -72,6 +72,19 @@ UPDATES = [
      groupjob(None, [job(), {"replicas": 1, "scheduling": {"schedulingPolicy": {"basic": {}}}}]),
      groupjob(None, [job(), job()]),
      {("Invalid", "spec.replicatedJobs[1].scheduling.schedulingPolicy.basic")}),
+    ("TGT-3", "removing the first item compares items by name, not position",
+     groupjob(None, [{"name": "b", "replicas": 1, "scheduling": {"schedulingPolicy": {"basic": {}}}}]),
+     groupjob(None, [{"name": "a", "replicas": 2, "scheduling": {"schedulingPolicy": {"gang": {"minCount": 2}}}},
+                     {"name": "b", "replicas": 1, "scheduling": {"schedulingPolicy": {"basic": {}}}}]), set()),
+    ("TGT-3", "an appended item is judged as new",
+     groupjob(None, [job(), {"name": "k", "replicas": 1, "scheduling": {"schedulingPolicy": {"gang": {"minCount": 1}}}}]),
+     groupjob(None, [job()]), set()),
+    ("TGT-3", "a renamed item is new, its bad policy judged as at create",
+     groupjob(None, [{"name": "z", "replicas": 1, "scheduling": {"schedulingPolicy": {"gang": {"minCount": 5}}}}]),
+     groupjob(None, [job()]), {("Invalid", "spec.replicatedJobs[0].scheduling.schedulingPolicy.gang.minCount")}),
+    ("TGT-3", "same name, variant switched",
+     groupjob(None, [{"name": "j", "replicas": 2, "scheduling": {"schedulingPolicy": {"basic": {}}}}]),
+     groupjob(None, [job()]), {("Invalid", "spec.replicatedJobs[0].scheduling.schedulingPolicy.basic")}),
     ("TGT-1", "unrelated change is fine", trainjob({"schedulingPolicy": {"gang": {"minCount": 4}}}, image="b"),
      trainjob({"schedulingPolicy": {"gang": {"minCount": 4}}}, image="a"), set()),
 ]
@@ -98,8 +111,8 @@ def mutated(obj):
 DEFAULTS = [
     ("gang minCount from replicas", trainjob({"schedulingPolicy": {"gang": {}}}, replicas=6),
      lambda o: o["spec"]["scheduling"]["schedulingPolicy"]["gang"]["minCount"], 6),
-    ("replicas 0 clamps to 1", trainjob({"schedulingPolicy": {"gang": {}}}, replicas=0),
-     lambda o: o["spec"]["scheduling"]["schedulingPolicy"]["gang"]["minCount"], 1),
+    ("replicas 0 leaves it unset", trainjob({"schedulingPolicy": {"gang": {}}}, replicas=0),
+     lambda o: o["spec"]["scheduling"]["schedulingPolicy"]["gang"].get("minCount"), None),
     ("set value is kept", trainjob({"schedulingPolicy": {"gang": {"minCount": 2}}}, replicas=6),
      lambda o: o["spec"]["scheduling"]["schedulingPolicy"]["gang"]["minCount"], 2),
     ("no size leaves it unset", trainjob({"schedulingPolicy": {"gang": {}}}, replicas=None),
@@ -117,6 +130,7 @@ DEFAULTS = [
 def test_DEF_1_defaults(name, obj, read, expected):
     _, out = mutated(obj)
     assert read(out) == expected
+    assert check(out).allowed       # what the mutation wrote never fails validation
 
 
 def test_DEF_1_is_idempotent_and_create_only():
@@ -127,6 +141,13 @@ def test_DEF_1_is_idempotent_and_create_only():
     update = engine.mutate(engine.Request.for_object(trainjob({"schedulingPolicy": {"gang": {}}}),
                                                      trainjob({"schedulingPolicy": {"gang": {}}})), config())
     assert update.patch is None
+
+
+def test_DEF_1_no_default_above_max_min_count():
+    cfg = config(limits={"maxMinCount": 10})
+    obj = trainjob({"schedulingPolicy": {"gang": {}}}, replicas=50)
+    v = engine.mutate(engine.Request.for_object(obj), cfg)
+    assert v.patch is None and engine.validate(engine.Request.for_object(obj), cfg).allowed
 
 
 def test_DEF_1_defaulted_object_is_valid():

@@ -60,7 +60,7 @@ def _string(container: dict, key: str, where: str, required: bool = True) -> str
 def parse(body: bytes, content_type: str | None) -> Review:
     mime = (content_type or "").split(";")[0].strip().lower()
     if mime != "application/json":
-        raise BadReview(f"Content-Type must be application/json, not {mime or 'missing'!r}", 415 if mime else 400)
+        raise BadReview(f"Content-Type must be application/json, not {mime[:60] or 'missing'!r}")
     try:
         doc = json.loads(body)
     except RecursionError:
@@ -84,6 +84,8 @@ def parse(body: bytes, content_type: str | None) -> Review:
     group = _string(kind, "group", "request.kind", required=False)
     version = _string(kind, "version", "request.kind")
     kind_name = _string(kind, "kind", "request.kind")
+    if len(group) > 253 or len(version) > 63 or len(kind_name) > 63:
+        raise BadReview("request.kind has a group, version or kind longer than Kubernetes allows")
     operation = _string(req, "operation", "request")
     if operation not in ("CREATE", "UPDATE", "DELETE", "CONNECT"):
         raise BadReview(f"request.operation {operation[:40]!r} is not CREATE, UPDATE, DELETE or CONNECT")

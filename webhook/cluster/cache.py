@@ -94,6 +94,8 @@ class Informer(threading.Thread):
         result = self.api.list_cluster_custom_object(SCHEDULING_GROUP, self.version, self.plural)
         self.store.replace(result.get("items") or [], (result.get("metadata") or {}).get("resourceVersion"))
         self.relists += 1
+        from webhook.server.metrics import CACHE_SYNCED
+        CACHE_SYNCED.labels(self.plural).set(1)
 
     def run(self) -> None:
         from kubernetes import watch

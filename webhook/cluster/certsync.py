@@ -56,8 +56,11 @@ class Material:
         return {"ca.crt": enc(self.bundle), "ca-signing.crt": enc(self.ca_cert), "ca.key": enc(self.ca_key),
                 "tls.crt": enc(self.tls_cert), "tls.key": enc(self.tls_key)}
 
-    def annotations(self) -> dict[str, str | None]:
-        return {ANNOTATION_STAGE: self.rotation_started.isoformat() if self.rotation_started else None}
+    def annotations(self, existing: dict[str, str] | None = None) -> dict[str, str]:
+        out = {k: v for k, v in (existing or {}).items() if k != ANNOTATION_STAGE}
+        if self.rotation_started:
+            out[ANNOTATION_STAGE] = self.rotation_started.isoformat()
+        return out
 
 
 @dataclass(frozen=True)
@@ -152,46 +155,40 @@ class CertSync:
             raise
 
     def step(self, now: dt.datetime | None = None) -> str | None:
-        """One reconcile; returns what changed in the Secret, if anything."""
+        """One reconcile; returns what changed in the Secret, if anything. Replicas
+        race through resourceVersion: a loser re-reads and adopts the winner's result."""
         from kubernetes import client
         from kubernetes.client.rest import ApiException
         now = now or dt.datetime.now(dt.timezone.utc)
-        secret = self._read()
-        changed = None
-        if secret is None:
-            m = fresh(self.policy)
-            body = client.V1Secret(metadata=client.V1ObjectMeta(name=self.secret, namespace=self.namespace,
-                                                                labels={"app.kubernetes.io/name": "workload-webhook"}),
-                                   type="Opaque", data=m.secret_data())
-            try:
-                self.core.create_namespaced_secret(self.namespace, body)
-                changed = "created"
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
-                secret = self._read()          # another replica was first: adopt its certificates
-        if secret is not None:
-            m = Material.from_secret(secret.data or {}, secret.metadata.annotations)
-            if m is None:                       # unusable content: start over, overwriting it
-                m, changed = fresh(self.policy), "replaced unusable content"
+        for _ in range(5):
+            secret, changed = self._read(), None
+            if secret is None:
+                m, changed = fresh(self.policy), "created"
+                body = client.V1Secret(metadata=client.V1ObjectMeta(
+                    name=self.secret, namespace=self.namespace, annotations=m.annotations() or None,
+                    labels={"app.kubernetes.io/name": "workload-webhook"}), type="Opaque", data=m.secret_data())
+                write = lambda: self.core.create_namespaced_secret(self.namespace, body)  # noqa: E731
             else:
-                step = plan(m, self.policy, now)
-                if step:
+                m = Material.from_secret(secret.data or {}, secret.metadata.annotations)
+                if m is None:                   # empty (made by the chart) or unusable: start afresh
+                    m, changed = fresh(self.policy), "issued the first certificates"
+                elif (step := plan(m, self.policy, now)) is not None:
                     m, changed = step
-            if changed:
                 secret.data = m.secret_data()
-                secret.metadata.annotations = {**(secret.metadata.annotations or {}), **m.annotations()}
+                secret.metadata.annotations = m.annotations(secret.metadata.annotations)
+                write = lambda: self.core.replace_namespaced_secret(self.secret, self.namespace, secret)  # noqa: E731
+            if changed:
                 try:
-                    self.core.replace_namespaced_secret(self.secret, self.namespace, secret)  # resourceVersion-guarded
+                    write()                     # guarded by resourceVersion (replace) or existence (create)
                 except ApiException as exc:
-                    if exc.status != 409:
-                        raise
-                    return None                 # a replica changed it first; the next step adopts it
-        self._write_files(m)
-        self._patch_ca_bundles(m.bundle)
-        if changed:
-            log.info("certificates: %s", changed)
-        return changed
+                    if exc.status == 409:
+                        continue                # another replica was first: read again, adopt its result
+                    raise
+                log.info("certificates: %s", changed)
+            self._write_files(m)
+            self._patch_ca_bundles(m.bundle)
+            return changed
+        raise RuntimeError(f"Secret {self.namespace}/{self.secret} kept changing under us")
 
     def _write_files(self, m: Material) -> None:
         os.makedirs(os.path.dirname(self.paths.cert) or ".", exist_ok=True)

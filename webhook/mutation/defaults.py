@@ -1,7 +1,9 @@
 """DEF-1: defaults for target CRDs at CREATE, as the upstream type comments ask
-of controllers: a gang's `minCount` is the group's size (at least 1), a
-composite gang's `minGroupCount` the number of child groups. Set values are
-never overwritten; a group without a size keeps an unset `minCount`."""
+of controllers: a gang's `minCount` is the group's size, a composite gang's
+`minGroupCount` the number of child groups. Set values are never overwritten.
+A group whose size is missing, not a number, below 1 (scaled to zero) or above
+`limits.maxMinCount` keeps an unset `minCount`: any value written there would
+be refused by POL-2/POL-3 on the very same request."""
 from __future__ import annotations
 
 import copy
@@ -14,7 +16,7 @@ from webhook.paths import get_or_none
 from webhook.targets.crd import composite_instance, leaf_instances
 
 
-def default_target(obj: dict, target: Target) -> dict:
+def default_target(obj: dict, target: Target, max_min_count: int | None = None) -> dict:
     """A defaulted copy of `obj` (equal to it when nothing needed a default)."""
     mutated = copy.deepcopy(obj)
     ignored: list[FieldError] = []     # shape problems are the validating webhook's to report
@@ -24,8 +26,9 @@ def default_target(obj: dict, target: Target) -> dict:
             size = inst.size
             if pol is None or not pol.ok or policy.kind_of(pol.value) != policy.GANG:
                 continue
-            if policy.get_min_count(pol.value) is None and isinstance(size, int) and not isinstance(size, bool):
-                get_or_none(mutated, pol.path)[policy.GANG]["minCount"] = min(max(size, 1), INT32_MAX)
+            if policy.get_min_count(pol.value) is None and isinstance(size, int) and not isinstance(size, bool) \
+                    and 1 <= size <= min(max_min_count or INT32_MAX, INT32_MAX):
+                get_or_none(mutated, pol.path)[policy.GANG]["minCount"] = size
     if target.composite is not None:
         blocks, _, count = composite_instance(obj, None, target.composite, ignored)
         pol = blocks["schedulingPolicy"]

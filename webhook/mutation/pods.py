@@ -115,7 +115,8 @@ def _lookup(namespace: str, name: str, cfg: Config, view: ClusterView, out: PodO
         else:
             out.warnings.append(f"{GROUP_NAME}: PodGroup {name!r} not found yet; its claims were not injected")
         return None
-    if not isinstance(podgroup, dict):
+    if not isinstance(podgroup, dict) or structural_errors("podgroup", podgroup, limit=1):
+        out.warnings.append(f"{GROUP_NAME}: PodGroup {name!r} is malformed; its claims were not injected")
         return None
     if (podgroup.get("metadata") or {}).get("deletionTimestamp"):
         out.errors.append(forbidden(GROUP_NAME, f"cannot create Pod referencing PodGroup {name!r} "

@@ -36,6 +36,12 @@ def create_app(state: State) -> Flask:
     app = Flask("workload_webhook")
     app.config["MAX_CONTENT_LENGTH"] = state.config.server.maxBodyBytes
 
+    known = {k for _, k in engine.CORE_KINDS} | {"Pod"} | {t.kind for t in state.config.targets}
+
+    def known_kind(req: engine.Request) -> str:
+        """Metric labels only for kinds this service judges: hostile kinds must not grow the series."""
+        return req.kind if req.kind in known else "other"
+
     def admit(endpoint: str, judge: Callable[..., Any]) -> Response:
         started = time.perf_counter()
         limit = state.config.server.maxBodyBytes
@@ -66,7 +72,7 @@ def create_app(state: State) -> Flask:
             metrics.ERRORS.labels(endpoint).inc()
             answer, outcome, verdict = review.internal_error(parsed.uid), "error", None
         elapsed = time.perf_counter() - started
-        metrics.REQUESTS.labels(endpoint, req.kind or "-", req.operation, outcome).inc()
+        metrics.REQUESTS.labels(endpoint, known_kind(req), req.operation, outcome).inc()
         metrics.LATENCY.labels(endpoint).observe(elapsed)
         ns = req.namespace or ""
         log.info("%s %s", endpoint, outcome, extra={
@@ -95,9 +101,10 @@ def create_app(state: State) -> Flask:
             cluster = "disabled"
         else:
             synced = getattr(view, "synced", {})
-            for resource, ok in synced.items():
-                metrics.CACHE_SYNCED.labels(resource).set(1 if ok else 0)
-            cluster = "synced" if all(synced.values()) else "syncing"
+            # Pod mutation needs PodGroups; Workloads only serve PG-2, which degrades to a warning.
+            cluster = "synced" if synced.get("podgroups", True) else "syncing"
+            if cluster == "synced" and not all(synced.values()):
+                cluster = "synced (workloads still syncing)"
         body = {"config": "loaded", "certificates": "loaded" if state.certs_loaded() else "missing", "cluster": cluster}
         ready = body["certificates"] == "loaded" and cluster != "syncing"
         resp = jsonify({"ready": ready, **body})

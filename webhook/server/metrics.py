@@ -16,7 +16,7 @@ ERRORS = Counter("workload_webhook_internal_errors_total", "Objects the engine f
 LOOKUPS = Counter("workload_webhook_cluster_lookups_total", "PodGroup/Workload lookups by where the answer came from",
                   ["resource", "source"])   # source: cache | api | missing | unavailable
 CACHE_SYNCED = Gauge("workload_webhook_cluster_cache_synced", "1 when this worker's watch cache of the resource has synced",
-                     ["resource"], multiprocess_mode="min")
+                     ["resource"], multiprocess_mode="livemin")
 
 
 def render() -> tuple[bytes, str]:

@@ -354,6 +354,9 @@ def _against_workload(obj: dict, spec: dict, view: ClusterView, found: Findings)
         if view.authoritative:
             found.warnings.append(f"spec.workloadRef.workloadName: Workload {wl_name!r} not found; not checked")
         return
+    if not isinstance(workload, dict) or structural_errors("workload", workload, limit=1):
+        found.warnings.append(f"spec.workloadRef.workloadName: Workload {wl_name!r} is malformed; not checked")
+        return
     template = find_template(workload, tmpl_name)
     if template is None:
         found.errors.append(invalid(SPEC.child("workloadRef", "templateName"), tmpl_name,

@@ -10,7 +10,7 @@ from webhook.blocks import claims, composite, constraints, disruption, policy
 from webhook.blocks.common import EMBEDDED, same
 from webhook.config import CompositeGroup, Config, LeafGroup, Target
 from webhook.errors import FieldError, Path, invalid
-from webhook.paths import FieldPath, WrongType, get
+from webhook.paths import FieldPath, WrongType, get, get_or_none
 from webhook.targets.core import Findings
 
 # Per block: (module with shape/validate_update, config key)
@@ -38,6 +38,7 @@ class Instance:
     size: Any = None
     size_path: Path | None = None
     old_size: Any = None
+    updating: bool = False   # False for a create, and for a list item the stored object did not have
 
 
 def _resolve(obj: Any, fp: FieldPath, idx: tuple[int, ...], errors: list[FieldError]) -> tuple[Path, Any, bool]:
@@ -49,12 +50,47 @@ def _resolve(obj: Any, fp: FieldPath, idx: tuple[int, ...], errors: list[FieldEr
         return path, None, False
 
 
-def _old_block(old: dict | None, fp: FieldPath, idx: tuple[int, ...], module) -> Any:
+def _old_block(old: dict | None, fp: FieldPath, idx: tuple[int, ...] | None, module) -> Any:
     """The stored block at the same place; a malformed one counts as absent."""
-    if old is None:
+    if old is None or idx is None:
         return None
     path, value, ok = _resolve(old, fp, idx, [])
     return value if ok and not module.shape(value, path) else None
+
+
+def _item_name(item: Any) -> str | None:
+    return item.get("name") if isinstance(item, dict) and isinstance(item.get("name"), str) else None
+
+
+def old_indices(obj: dict, old: dict, fp: FieldPath, idx: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Where item `idx` of a fanned-out list was in the stored object: matched by
+    `name` when the items have one (so removing or reordering items does not
+    compare strangers), else by position. None: the item is new."""
+    new_path: list = []
+    old_path: list = []
+    it = iter(idx)
+    out: list[int] = []
+    for name, fan in fp.segments:
+        new_path.append(name)
+        old_path.append(name)
+        if not fan:
+            continue
+        i = next(it)
+        new_list = get_or_none(obj, Path(*new_path))
+        old_list = get_or_none(old, Path(*old_path))
+        if not isinstance(new_list, list) or not isinstance(old_list, list) or i >= len(new_list):
+            return None
+        key = _item_name(new_list[i])
+        if key is not None and any(_item_name(o) is not None for o in old_list):
+            j = next((j for j, o in enumerate(old_list) if _item_name(o) == key), None)
+        else:
+            j = i if i < len(old_list) else None
+        if j is None:
+            return None
+        out.append(j)
+        new_path.append(i)
+        old_path.append(j)
+    return tuple(out)
 
 
 def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[FieldError]) -> Iterator[Instance]:
@@ -64,18 +100,19 @@ def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[F
     bindings, problems = deepest.bindings(obj)
     errors += problems
     for idx in bindings:
-        inst = Instance(blocks={})
+        old_idx = old_indices(obj, old, deepest, idx) if old is not None else None
+        inst = Instance(blocks={}, updating=old_idx is not None)
         for key, module in _LEAF_BLOCKS:
             if key not in paths:
                 continue
             path, value, ok = _resolve(obj, paths[key], idx, errors)
             shape = module.shape(value, path) if ok else []
             errors += shape
-            inst.blocks[key] = Block(path, value, _old_block(old, paths[key], idx, module), ok and not shape)
+            inst.blocks[key] = Block(path, value, _old_block(old, paths[key], old_idx, module), ok and not shape)
         if "size" in paths:
             inst.size_path, inst.size, _ = _resolve(obj, paths["size"], idx, [])
-            if old is not None:
-                inst.old_size = _resolve(old, paths["size"], idx, [])[1]
+            if old_idx is not None:
+                inst.old_size = _resolve(old, paths["size"], old_idx, [])[1]
         yield inst
 
 
@@ -83,8 +120,9 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _validate_leaf(inst: Instance, updating: bool, cfg: Config) -> list[FieldError]:
+def _validate_leaf(inst: Instance, cfg: Config) -> list[FieldError]:
     errors: list[FieldError] = []
+    updating = inst.updating
     b = inst.blocks
     pol, dis, con, clm = (b.get(k) for k in ("schedulingPolicy", "disruptionMode", "schedulingConstraints", "resourceClaims"))
     # Create-time rules; on update only for blocks that changed (ratcheting).
@@ -174,7 +212,7 @@ def validate_target(obj: dict, old: dict | None, target: Target, cfg: Config) ->
         return found
     for group in target.groups:
         for inst in leaf_instances(obj, old, group, found.errors):
-            found.errors += _validate_leaf(inst, old is not None, cfg)
+            found.errors += _validate_leaf(inst, cfg)
     if target.composite is not None:
         found.errors += _validate_composite(obj, old, target.composite, cfg)
     return found
