@@ -39,6 +39,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from webhook.certs import make_ca
+
 LOOPBACK = "127.0.0.1"
 
 #: Feature gates needed for the Workload / PodGroup / CompositePodGroup APIs.
@@ -97,37 +99,8 @@ class CertificateAuthority:
     """A throw-away CA that signs server and client certificates (ECDSA P-256)."""
 
     def __init__(self, common_name: str = "workload-webhook-e2e-ca") -> None:
-        self.key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-        self.cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(self.key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .add_extension(
-                x509.SubjectKeyIdentifier.from_public_key(self.key.public_key()), critical=False
-            )
-            .sign(self.key, hashes.SHA256())
-        )
+        # The same CA builder the product uses for its development certificates.
+        self.cert, self.key = make_ca(common_name, validity=datetime.timedelta(days=2))
 
     @property
     def cert_pem(self) -> bytes:

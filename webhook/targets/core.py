@@ -38,6 +38,22 @@ def _usable_old(schema: str, old: dict | None, found: Findings) -> dict | None:
     return None
 
 
+def _object(obj: dict, old: dict | None, schema: str, found: Findings) -> tuple[dict, dict | None] | None:
+    """What every core object goes through first: its shape, its name, a spec.
+    Returns (spec, old spec or None on create), or None when judging stops here."""
+    shape = structural_errors(schema, obj)
+    if shape:
+        found.errors = shape
+        return None
+    old = _usable_old(schema, old, found)
+    found.errors += _metadata_name(obj)
+    spec = obj.get("spec")
+    if spec is None:
+        found.errors.append(required(SPEC))
+        return None
+    return spec, (((old or {}).get("spec") or {}) if old is not None else None)
+
+
 def _gate_forbidden(spec: dict, key: str, path: Path, gate: str, cfg: Config) -> list[FieldError]:
     if spec.get(key) not in (None, []) and not cfg.gate(gate):
         return [forbidden(path.child(key), f"disabled by feature-gate {gate}")]
@@ -184,18 +200,10 @@ class _TreeWalk:
 
 def validate_workload(obj: dict, old: dict | None, cfg: Config) -> Findings:
     found = Findings()
-    shape = structural_errors("workload", obj)
-    if shape:
-        found.errors = shape
+    judged = _object(obj, old, "workload", found)
+    if judged is None:
         return found
-    old = _usable_old("workload", old, found)
-    found.errors += _metadata_name(obj)
-    spec = obj.get("spec")
-    if spec is None:
-        found.errors.append(required(SPEC))
-        return found
-    old_spec = (old or {}).get("spec") or {} if old is not None else None
-
+    spec, old_spec = judged
     ref = spec.get("controllerRef")
     if ref is not None and _changed(spec, old_spec, "controllerRef"):
         rpath = SPEC.child("controllerRef")
@@ -292,17 +300,10 @@ def _identity_update(spec: dict, old_spec: dict) -> list[FieldError]:
 
 def validate_podgroup(obj: dict, old: dict | None, cfg: Config, view: ClusterView | None) -> Findings:
     found = Findings()
-    shape = structural_errors("podgroup", obj)
-    if shape:
-        found.errors = shape
+    judged = _object(obj, old, "podgroup", found)
+    if judged is None:
         return found
-    old = _usable_old("podgroup", old, found)
-    found.errors += _metadata_name(obj)
-    spec = obj.get("spec")
-    if spec is None:
-        found.errors.append(required(SPEC))
-        return found
-    old_spec = ((old or {}).get("spec") or {}) if old is not None else None
+    spec, old_spec = judged
     found.errors += _parent(spec, old_spec, cfg, gated=True)
     if old_spec is None:
         found.errors += _workload_ref(spec, required_ref=False)
@@ -381,17 +382,10 @@ def _against_workload(obj: dict, spec: dict, view: ClusterView, found: Findings)
 
 def validate_composite_podgroup(obj: dict, old: dict | None, cfg: Config) -> Findings:
     found = Findings()
-    shape = structural_errors("compositepodgroup", obj)
-    if shape:
-        found.errors = shape
+    judged = _object(obj, old, "compositepodgroup", found)
+    if judged is None:
         return found
-    old = _usable_old("compositepodgroup", old, found)
-    found.errors += _metadata_name(obj)
-    spec = obj.get("spec")
-    if spec is None:
-        found.errors.append(required(SPEC))
-        return found
-    old_spec = ((old or {}).get("spec") or {}) if old is not None else None
+    spec, old_spec = judged
     found.errors += _parent(spec, old_spec, cfg, gated=False)
     if old_spec is None or spec.get("workloadRef") is None:
         found.errors += _workload_ref(spec, required_ref=True)
