@@ -136,7 +136,7 @@ def test_POD_5_no_cluster_view_still_sets_membership():
     pod({LABEL: "pg"}),
     pod(None, schedulingGroup={"podGroupName": "pg"}),
     pod({LABEL: "pg", "a/b~c": "x"}, resourceClaims=[NIC], containers=[{"name": "c", "resources": {}}]),
-], ids=["by label", "by field", "with escapes"])
+], ids=["by label", "by field", "odd existing label"])
 def test_POD_6_idempotent(p):
     cfg = config(pods={"claimsToContainers": "all"})
     _, once = result(p, cfg=cfg)
