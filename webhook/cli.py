@@ -178,10 +178,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
     from webhook import certs
+    sync = None
     if cfg.certificates.mode == "secret":
-        paths = _start_certificate_sync(cfg, settings, args.kubeconfig or os.environ.get("KUBECONFIG"))
-        if paths is None:
+        sync = _start_certificate_sync(cfg, settings, args.kubeconfig or os.environ.get("KUBECONFIG"))
+        if sync is None:
             return EXIT_USAGE
+        paths = sync.paths
     else:
         paths, generated = certs.ensure(settings.certDir)
         if generated:
@@ -198,19 +200,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from webhook.server.gunicorn_app import Launch, WebhookServer
     import dataclasses
     cfg = dataclasses.replace(cfg, server=settings)
-    WebhookServer(Launch(cfg, paths, kubeconfig=args.kubeconfig or os.environ.get("KUBECONFIG"))).run()
+    WebhookServer(Launch(cfg, paths, kubeconfig=args.kubeconfig or os.environ.get("KUBECONFIG"),
+                         cert_sync=sync)).run()
     return EXIT_OK
-
-
-def _certificate_loop(cfg, cert_dir: str, cluster_mode: str, kubeconfig: str | None) -> None:
-    """Child process: keeps the Secret, the files and the caBundles current."""
-    import signal
-    import threading
-    from webhook.server import logs
-    logs.setup(cfg.server.logLevel, cfg.server.logFormat)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    _certificate_sync(cfg, cert_dir, cluster_mode, kubeconfig).run(cfg.certificates.checkIntervalSeconds, stop)
 
 
 def _certificate_sync(cfg, cert_dir: str, cluster_mode: str, kubeconfig: str | None):
@@ -231,15 +223,16 @@ def _certificate_sync(cfg, cert_dir: str, cluster_mode: str, kubeconfig: str | N
 
 
 def _start_certificate_sync(cfg, settings, kubeconfig: str | None):
-    """First sync in the foreground (so there is a certificate to serve), then
-    the loop in a child process started before gunicorn forks its workers."""
-    import multiprocessing
+    """First sync in the foreground, so there is a certificate to serve. The loop
+    itself then runs as a thread of the gunicorn master (started when it is
+    ready): workers come and go, the master stays, and workers' /healthz fails
+    if the loop stalls."""
     import time
-    from webhook import certs
     deadline = time.monotonic() + 60
     while True:
         try:
-            _certificate_sync(cfg, settings.certDir, settings.cluster, kubeconfig).step()
+            sync = _certificate_sync(cfg, settings.certDir, settings.cluster, kubeconfig)
+            sync.step()
             break
         except Exception as exc:
             if time.monotonic() > deadline:
@@ -247,11 +240,7 @@ def _start_certificate_sync(cfg, settings, kubeconfig: str | None):
                 return None
             time.sleep(2)
     print(f"serving certificates from Secret {cfg.certificates.secret} (renewed automatically)", file=sys.stderr)
-    proc = multiprocessing.get_context("fork").Process(
-        target=_certificate_loop, args=(cfg, settings.certDir, settings.cluster, kubeconfig),
-        name="certificate-sync", daemon=True)
-    proc.start()
-    return certs.Paths.in_dir(settings.certDir)
+    return sync
 
 
 def cmd_certs(args: argparse.Namespace) -> int:

@@ -203,6 +203,13 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
         if problem := formats.qualified_name(key):
             errors.append(invalid(Path("limits", "allowedTopologyKeys", i), key, problem))
     cert = data.get("certificates") or {}
+    defaults = CertificateSettings()
+    grace = cert.get("graceSeconds", defaults.graceSeconds)
+    interval = cert.get("checkIntervalSeconds", defaults.checkIntervalSeconds)
+    if grace < 3 * interval:
+        errors.append(invalid(Path("certificates", "graceSeconds"), grace,
+                              f"must be at least 3 x checkIntervalSeconds ({3 * interval}): every replica must "
+                              "see a new CA before certificates move to it"))
     if cert.get("mode") == "secret" and "/" not in (cert.get("secret") or ""):
         errors.append(FieldError("Required", Path("certificates", "secret"), detail="namespace/name of the Secret for mode secret"))
     if errors:

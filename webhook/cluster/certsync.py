@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import ipaddress
 import logging
 import os
 import threading
@@ -45,11 +46,12 @@ class Material:
     def from_secret(cls, data: dict[str, str], annotations: dict[str, str] | None) -> "Material | None":
         try:
             raw = {k: base64.b64decode(data[k]) for k in ("ca.crt", "ca-signing.crt", "ca.key", "tls.crt", "tls.key")}
+            for key in ("ca.crt", "ca-signing.crt", "tls.crt"):
+                x509.load_pem_x509_certificates(raw[key])
         except (KeyError, TypeError, ValueError):
             return None
-        started = (annotations or {}).get(ANNOTATION_STAGE)
         return cls(raw["ca.crt"], raw["ca-signing.crt"], raw["ca.key"], raw["tls.crt"], raw["tls.key"],
-                   dt.datetime.fromisoformat(started) if started else None)
+                   _parse_started((annotations or {}).get(ANNOTATION_STAGE)))
 
     def secret_data(self) -> dict[str, str]:
         enc = lambda b: base64.b64encode(b).decode()  # noqa: E731
@@ -61,6 +63,18 @@ class Material:
         if self.rotation_started:
             out[ANNOTATION_STAGE] = self.rotation_started.isoformat()
         return out
+
+
+def _parse_started(text: str | None) -> dt.datetime | None:
+    """The rotation timestamp; a garbled one counts as "just now" (the safe side:
+    the next step waits a full grace period)."""
+    if not text:
+        return None
+    try:
+        started = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return dt.datetime.now(dt.timezone.utc)
+    return started if started.tzinfo else started.replace(tzinfo=dt.timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -92,20 +106,37 @@ def _issue_leaf(ca_pem: bytes, ca_key_pem: bytes, policy: Policy, now: dt.dateti
     return _pem(leaf), certs.pem_key(leaf_key)
 
 
-def fresh(policy: Policy) -> Material:
-    ca, ca_key = certs.make_ca("workload-webhook CA", validity=policy.ca_validity)
+def fresh(policy: Policy, still_trusted: bytes = b"", now: dt.datetime | None = None) -> Material:
+    """New CA and serving certificate. CAs the API server still trusts for
+    certificates other replicas serve (`still_trusted`) stay in the bundle for a
+    grace period, so starting afresh is a rotation too, not a cut."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    ca, ca_key = certs.make_ca("workload-webhook CA", validity=policy.ca_validity, now=now)
     ca_pem, key_pem = _pem(ca), certs.pem_key(ca_key)
-    tls, tls_key = _issue_leaf(ca_pem, key_pem, policy)
-    return Material(ca_pem, ca_pem, key_pem, tls, tls_key)
+    tls, tls_key = _issue_leaf(ca_pem, key_pem, policy, now)
+    kept = b"".join(_pem(c) for c in _certs(still_trusted) if c.not_valid_after_utc > now) if still_trusted else b""
+    return Material(ca_pem + kept, ca_pem, key_pem, tls, tls_key, rotation_started=now if kept else None)
 
 
-def plan(m: Material, policy: Policy, now: dt.datetime) -> tuple[Material, str] | None:
-    """The next step of the rotation, or None when nothing is due."""
+def _sans(cert: x509.Certificate) -> set[str]:
+    try:
+        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return set()
+    return {str(v) for v in ext.get_values_for_type(x509.DNSName)} | \
+        {str(v) for v in ext.get_values_for_type(x509.IPAddress)}
+
+
+def plan(m: Material, policy: Policy, now: dt.datetime, published: bool = True) -> tuple[Material, str] | None:
+    """The next step of the rotation, or None when nothing is due. `published`:
+    both webhook configurations carry this bundle; the serving certificate only
+    moves to a new CA once they do."""
     signing = x509.load_pem_x509_certificate(m.ca_cert)
     bundle = _certs(m.bundle)
     leaf = x509.load_pem_x509_certificate(m.tls_cert)
     leaf_by_signing = _issued_by(leaf, signing)
-    settled = m.rotation_started is None or now - m.rotation_started >= policy.grace
+    settled = published and (m.rotation_started is None or now - m.rotation_started >= policy.grace)
+    wanted_sans = set(policy.dns_names) | {str(ipaddress.ip_address(i)) for i in policy.ips}
 
     # 1. A CA nearing its end: add a new one to the bundle, keep serving the old leaf.
     if _due(signing, policy.ca_validity, now) and m.rotation_started is None:
@@ -114,7 +145,7 @@ def plan(m: Material, policy: Policy, now: dt.datetime) -> tuple[Material, str] 
         return replace(m, bundle=new_bundle, ca_cert=_pem(ca), ca_key=certs.pem_key(ca_key),
                        rotation_started=now), "new CA added to the bundle"
     # 2. One grace period later: serve a leaf from the new CA (or renew a leaf that is due).
-    if settled and (not leaf_by_signing or _due(leaf, policy.leaf_validity, now)):
+    if settled and (not leaf_by_signing or _due(leaf, policy.leaf_validity, now) or _sans(leaf) != wanted_sans):
         tls, tls_key = _issue_leaf(m.ca_cert, m.ca_key, policy, now)
         return replace(m, tls_cert=tls, tls_key=tls_key,
                        rotation_started=now if m.rotation_started else None), "serving certificate renewed"
@@ -133,6 +164,10 @@ def _issued_by(leaf: x509.Certificate, ca: x509.Certificate) -> bool:
         return False
 
 
+TIMEOUT = (5, 15)     # connect, read: a half-open connection must not hang the loop
+HEARTBEAT = ".sync-heartbeat"
+
+
 class CertSync:
     """The I/O side: one Secret, two webhook configurations, one serving directory."""
 
@@ -143,16 +178,32 @@ class CertSync:
         self.admission = client.AdmissionregistrationV1Api(api_client)
         self.namespace, self.secret, self.webhook_config = namespace, secret, webhook_config
         self.paths = certs.Paths.in_dir(cert_dir)
+        self.heartbeat = os.path.join(cert_dir, HEARTBEAT)
         self.policy = policy
 
     def _read(self):
         from kubernetes.client.rest import ApiException
         try:
-            return self.core.read_namespaced_secret(self.secret, self.namespace)
+            return self.core.read_namespaced_secret(self.secret, self.namespace, _request_timeout=TIMEOUT)
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
+
+    def _webhooks(self) -> list:
+        """(configuration, patch function) for each of the two that exist."""
+        from kubernetes.client.rest import ApiException
+        out = []
+        for read, patch in ((self.admission.read_validating_webhook_configuration,
+                             self.admission.patch_validating_webhook_configuration),
+                            (self.admission.read_mutating_webhook_configuration,
+                             self.admission.patch_mutating_webhook_configuration)):
+            try:
+                out.append((read(self.webhook_config, _request_timeout=TIMEOUT), patch))
+            except ApiException as exc:
+                if exc.status != 404:           # not installed (yet): nothing to patch
+                    raise
+        return out
 
     def step(self, now: dt.datetime | None = None) -> str | None:
         """One reconcile; returns what changed in the Secret, if anything. Replicas
@@ -162,31 +213,41 @@ class CertSync:
         now = now or dt.datetime.now(dt.timezone.utc)
         for _ in range(5):
             secret, changed = self._read(), None
+            hooks = self._webhooks()
+            trusted = b"".join(base64.b64decode(h.client_config.ca_bundle or "")
+                               for conf, _ in hooks for h in (conf.webhooks or [])[:1])
             if secret is None:
-                m, changed = fresh(self.policy), "created"
+                m, changed = fresh(self.policy, trusted, now), "created"
                 body = client.V1Secret(metadata=client.V1ObjectMeta(
                     name=self.secret, namespace=self.namespace, annotations=m.annotations() or None,
                     labels={"app.kubernetes.io/name": "workload-webhook"}), type="Opaque", data=m.secret_data())
-                write = lambda: self.core.create_namespaced_secret(self.namespace, body)  # noqa: E731
+                write = lambda: self.core.create_namespaced_secret(self.namespace, body, _request_timeout=TIMEOUT)  # noqa: E731
             else:
                 m = Material.from_secret(secret.data or {}, secret.metadata.annotations)
                 if m is None:                   # empty (made by the chart) or unusable: start afresh
-                    m, changed = fresh(self.policy), "issued the first certificates"
-                elif (step := plan(m, self.policy, now)) is not None:
-                    m, changed = step
+                    m, changed = fresh(self.policy, trusted, now), "issued new certificates"
+                else:
+                    published = bool(hooks) and all(self._carries(conf, m.bundle) for conf, _ in hooks)
+                    if (step := plan(m, self.policy, now, published)) is not None:
+                        m, changed = step
                 secret.data = m.secret_data()
                 secret.metadata.annotations = m.annotations(secret.metadata.annotations)
-                write = lambda: self.core.replace_namespaced_secret(self.secret, self.namespace, secret)  # noqa: E731
+                write = lambda: self.core.replace_namespaced_secret(  # noqa: E731
+                    self.secret, self.namespace, secret, _request_timeout=TIMEOUT)
             if changed:
                 try:
                     write()                     # guarded by resourceVersion (replace) or existence (create)
                 except ApiException as exc:
                     if exc.status == 409:
                         continue                # another replica was first: read again, adopt its result
+                    if exc.status == 403 and secret is None:
+                        raise RuntimeError(f"Secret {self.namespace}/{self.secret} is missing and this service may "
+                                           "not create it; `helm upgrade` restores it") from None
                     raise
                 log.info("certificates: %s", changed)
             self._write_files(m)
-            self._patch_ca_bundles(m.bundle)
+            for conf, patch in hooks:
+                self._publish(conf, patch, m.bundle)
             return changed
         raise RuntimeError(f"Secret {self.namespace}/{self.secret} kept changing under us")
 
@@ -202,25 +263,21 @@ class CertSync:
                 pass
             certs.write_atomic(path, data, mode)   # key first: the reloader pairs them by content
 
-    def _patch_ca_bundles(self, bundle: bytes) -> None:
-        from kubernetes.client.rest import ApiException
+    @staticmethod
+    def _carries(conf, bundle: bytes) -> bool:
         encoded = base64.b64encode(bundle).decode()
-        for read, patch in ((self.admission.read_validating_webhook_configuration,
-                             self.admission.patch_validating_webhook_configuration),
-                            (self.admission.read_mutating_webhook_configuration,
-                             self.admission.patch_mutating_webhook_configuration)):
-            try:
-                current = read(self.webhook_config)
-            except ApiException as exc:
-                if exc.status == 404:
-                    continue                    # not installed (yet): nothing to patch
-                raise
-            hooks = current.webhooks or []
-            if all((h.client_config.ca_bundle or "") == encoded for h in hooks):
-                continue
-            ops = [{"op": "replace" if h.client_config.ca_bundle else "add",
-                    "path": f"/webhooks/{i}/clientConfig/caBundle", "value": encoded} for i, h in enumerate(hooks)]
-            patch(self.webhook_config, ops)
+        return all((h.client_config.ca_bundle or "") == encoded for h in conf.webhooks or [])
+
+    def _publish(self, conf, patch, bundle: bytes) -> None:
+        """Make every webhook of the configuration carry `bundle`; the patch applies
+        only to the version read (a concurrent change makes it fail, not misapply)."""
+        if self._carries(conf, bundle):
+            return
+        encoded = base64.b64encode(bundle).decode()
+        ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": conf.metadata.resource_version}]
+        ops += [{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": encoded}
+                for i in range(len(conf.webhooks or []))]
+        patch(self.webhook_config, ops, _request_timeout=TIMEOUT)
 
     def run(self, interval: float, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -228,4 +285,19 @@ class CertSync:
                 self.step()
             except Exception as exc:  # keep serving the last good certificates; say why
                 log.warning("certificate sync failed: %s", str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__)
+            try:  # the loop is alive (every call is bounded by TIMEOUT); /healthz watches this
+                with open(self.heartbeat, "w") as f:
+                    f.write(dt.datetime.now(dt.timezone.utc).isoformat())
+            except OSError:
+                pass
             stop.wait(interval)
+
+
+def stalled(cert_dir: str, interval: float) -> bool:
+    """True when the sync loop has not completed a step for 3 intervals (plus a minute)."""
+    import time
+    try:
+        age = time.time() - os.path.getmtime(os.path.join(cert_dir, HEARTBEAT))
+    except OSError:
+        return False
+    return age > 3 * interval + 60

@@ -24,6 +24,7 @@ class State:
     config: Config
     view: ClusterView
     certs_loaded: Callable[[], bool] = lambda: True
+    sync_stalled: Callable[[], bool] = lambda: False    # certificate loop of the master stopped
 
 
 def _one_line(status: int, reason: str) -> Response:
@@ -92,6 +93,8 @@ def create_app(state: State) -> Flask:
 
     @app.get("/healthz")
     def healthz() -> Response:
+        if state.sync_stalled():
+            return _one_line(503, "certificate sync has stalled")
         return jsonify({"status": "ok"})
 
     @app.get("/readyz")

@@ -34,6 +34,7 @@ class Launch:
     config: Config              # with the effective server settings (flags > env > file)
     cert_paths: certs.Paths
     kubeconfig: str | None = None
+    cert_sync: object | None = None     # a CertSync to run in the master (certificates.mode secret)
     threads: int = 4
     keepalive: int = 30
 
@@ -65,12 +66,21 @@ class WebhookServer(BaseApplication):
             "limit_request_line": 8190,
             "limit_request_fields": 100,
         }
+        if self.launch.cert_sync is not None:
+            options["when_ready"] = self._start_cert_sync
         if "control_socket_disable" in self.cfg.settings:   # gunicorn >= 25.1: no runtime control socket
             options["control_socket_disable"] = True
         if os.path.isdir("/dev/shm"):
             options["worker_tmp_dir"] = "/dev/shm"
         for key, value in options.items():
             self.cfg.set(key, value)
+
+    def _start_cert_sync(self, server) -> None:
+        import threading
+        sync = self.launch.cert_sync
+        interval = self.launch.config.certificates.checkIntervalSeconds
+        threading.Thread(target=sync.run, args=(interval, threading.Event()), name="certificate-sync",
+                         daemon=True).start()
 
     def load(self):
         """Runs in each worker after the fork: threads (watch caches) start here."""
@@ -85,5 +95,10 @@ class WebhookServer(BaseApplication):
         except ClusterUnavailable:
             raise SystemExit(2)
         paths = self.launch.cert_paths
-        return create_app(State(self.launch.config, view,
-                                certs_loaded=lambda: os.path.exists(paths.cert) and os.path.exists(paths.key)))
+        cfg = self.launch.config
+        stalled = None
+        if cfg.certificates.mode == "secret":
+            from webhook.cluster.certsync import stalled as sync_stalled
+            stalled = lambda: sync_stalled(s.certDir, cfg.certificates.checkIntervalSeconds)  # noqa: E731
+        return create_app(State(cfg, view, certs_loaded=lambda: os.path.exists(paths.cert) and os.path.exists(paths.key),
+                                sync_stalled=stalled or (lambda: False)))

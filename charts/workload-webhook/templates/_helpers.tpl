@@ -45,15 +45,20 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - {{ $svc }}.{{ .Release.Namespace }}.svc
 - {{ $svc }}.{{ .Release.Namespace }}.svc.cluster.local
 - localhost
+{{- with .Values.webhook.url }}
+{{- $host := (urlParse .).hostname }}
+{{- if and $host (not (regexMatch "^[0-9.:]+$" $host)) }}
+- {{ $host }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
-{{/* caBundle: self mode keeps what the service already stored (so an upgrade never blanks it). */}}
+{{/* caBundle: only in provided mode. In self mode the service patches it and
+     the chart never renders it, so upgrades and rollbacks leave it alone;
+     in certManager mode cert-manager's cainjector fills it. */}}
 {{- define "ww.caBundle" -}}
 {{- if eq .Values.certificates.mode "provided" -}}
 {{- .Values.certificates.provided.caBundle | b64enc -}}
-{{- else if eq .Values.certificates.mode "self" -}}
-{{- $secret := lookup "v1" "Secret" .Release.Namespace (include "ww.tlsSecret" .) -}}
-{{- if and $secret $secret.data (hasKey $secret.data "ca.crt") -}}{{ index $secret.data "ca.crt" }}{{- end -}}
 {{- end -}}
 {{- end -}}
 
