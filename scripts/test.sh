@@ -16,7 +16,7 @@ if [[ "${CI:-}" == true || "${WW_SKIP_E2E:-0}" != 1 ]]; then
       echo "control-plane build failed: the end-to-end tests cannot run" >&2
       exit 1
     fi
-    echo "control-plane build failed: the end-to-end tests will report it and skip" >&2
+    echo "control-plane build failed: the end-to-end tests will fail with its output (WW_SKIP_E2E=1 leaves them out)" >&2
   fi
 fi
 
