@@ -18,6 +18,7 @@ log = logging.getLogger("workload_webhook.cluster")
 
 RELIST = "relist"
 GONE = 410
+LIST_TIMEOUT = (5, 60)   # connect, read
 
 
 @dataclass
@@ -83,7 +84,8 @@ class Informer(threading.Thread):
         from kubernetes.client.rest import ApiException
         for v in self.versions:
             try:
-                self.api.list_cluster_custom_object(SCHEDULING_GROUP, v, self.plural, limit=1)
+                self.api.list_cluster_custom_object(SCHEDULING_GROUP, v, self.plural, limit=1,
+                                                    _request_timeout=LIST_TIMEOUT)
                 return v
             except ApiException as exc:
                 if exc.status != 404:
@@ -91,7 +93,8 @@ class Informer(threading.Thread):
         raise ClusterUnavailable(f"the cluster serves none of scheduling.k8s.io/{{{','.join(self.versions)}}} {self.plural}")
 
     def _list(self) -> None:
-        result = self.api.list_cluster_custom_object(SCHEDULING_GROUP, self.version, self.plural)
+        result = self.api.list_cluster_custom_object(SCHEDULING_GROUP, self.version, self.plural,
+                                                     _request_timeout=LIST_TIMEOUT)
         self.store.replace(result.get("items") or [], (result.get("metadata") or {}).get("resourceVersion"))
         self.relists += 1
         from webhook.server.metrics import CACHE_SYNCED
@@ -111,7 +114,9 @@ class Informer(threading.Thread):
                     w = watch.Watch()
                     for event in w.stream(self.api.list_cluster_custom_object, SCHEDULING_GROUP, self.version,
                                           self.plural, resource_version=self.store.resource_version,
-                                          allow_watch_bookmarks=True, timeout_seconds=self.watch_seconds):
+                                          allow_watch_bookmarks=True, timeout_seconds=self.watch_seconds,
+                                          # a half-open connection must not freeze the cache forever
+                                          _request_timeout=(5, self.watch_seconds + 30)):
                         if self.store.apply(event) == RELIST or self._stop_event.is_set():
                             w.stop()
                             break
