@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from webhook.errors import FieldError, Path, invalid
 
@@ -123,8 +123,3 @@ def get_or_none(obj: Any, path: Path) -> Any:
         return get(obj, path)
     except WrongType:
         return None
-
-
-def iter_dicts(value: Any) -> Iterator[dict]:
-    if isinstance(value, list):
-        yield from (v for v in value if isinstance(v, dict))

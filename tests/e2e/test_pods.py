@@ -1,7 +1,5 @@
 """Pods joining their pod group through the real API server: the stored Pod
 carries the mutation; the watch cache sees PodGroups created later."""
-import json
-import re
 import time
 
 import yaml

@@ -82,7 +82,6 @@ def _request(case: dict) -> engine.Request:
 def _deviations(case: dict, expected: set, obj: dict) -> set:
     """Expected upstream errors adjusted for this service's documented choices."""
     out = set(expected)
-    gates = case.get("featureGates") or {}
     spec = (obj.get("spec") or {}) if isinstance(obj, dict) else {}
     if case["id"] in OVERRIDES:
         return set(OVERRIDES[case["id"]][0])

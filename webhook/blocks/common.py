@@ -21,10 +21,6 @@ CORE = Mode(embedded=False)
 EMBEDDED = Mode(embedded=True)
 
 
-def is_set(value: Any) -> bool:
-    return value is not None
-
-
 def union(value: dict, path: Path, members: tuple[str, ...]) -> list[FieldError]:
     """`+k8s:union`: exactly one member set (upstream wording and value)."""
     present = [m for m in members if value.get(m) is not None]

@@ -25,10 +25,6 @@ def kind_of(value: Any) -> str | None:
     return variant(value, MEMBERS)
 
 
-def resolved_kind(value: Any) -> str:
-    return kind_of(value) or BASIC
-
-
 def get_min_count(value: Any) -> Any:
     return (value.get(GANG) or {}).get("minCount") if isinstance(value, dict) else None
 

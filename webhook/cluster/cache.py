@@ -10,7 +10,6 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from webhook.cluster.view import SCHEDULING_GROUP, ClusterUnavailable
 

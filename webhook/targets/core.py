@@ -11,7 +11,7 @@ from webhook.blocks import claims, composite, constraints, disruption, policy, p
 from webhook.blocks.common import CORE, check_immutable, same
 from webhook.cluster.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
-from webhook.errors import FieldError, Path, ROOT, duplicate, forbidden, invalid, required, too_many
+from webhook.errors import FieldError, Path, duplicate, forbidden, invalid, required, too_many
 from webhook.schemas import structural_errors
 
 MAX_TEMPLATES = 8          # WorkloadMaxPodGroupTemplates
