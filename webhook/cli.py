@@ -141,6 +141,8 @@ SERVER_FLAGS = {
     "workers": ("workers", int), "max_body_bytes": ("maxBodyBytes", int),
     "lookup_timeout": ("lookupTimeoutSeconds", float), "log_level": ("logLevel", str),
     "log_format": ("logFormat", str), "cluster": ("cluster", str),
+    "handshake_timeout": ("handshakeTimeoutSeconds", float), "idle_timeout": ("idleTimeoutSeconds", float),
+    "max_connections": ("maxConnections", int),
 }
 
 
@@ -169,6 +171,9 @@ def server_settings(cfg: config_mod.Config, args: argparse.Namespace, environ=No
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # First, before anything imports ssl: connections and lookups become greenlets.
+    from webhook.server import worker
+    worker.patch()
     import os
     import tempfile
     cfg = _load_config(args.config or os.environ.get(ENV_PREFIX + "CONFIG"))
@@ -311,7 +316,13 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, help="default 8443")
     sv.add_argument("--bind-address", dest="bind_address", help="default 127.0.0.1")
     sv.add_argument("--workers", type=int, help="gunicorn worker processes; default 2")
-    sv.add_argument("--max-body-bytes", dest="max_body_bytes", type=int, help="default 3145728 (3 MiB)")
+    sv.add_argument("--max-body-bytes", dest="max_body_bytes", type=int, help="default 7340032 (7 MiB)")
+    sv.add_argument("--handshake-timeout", dest="handshake_timeout", type=float,
+                    help="seconds a client may take for the TLS handshake; default 5")
+    sv.add_argument("--idle-timeout", dest="idle_timeout", type=float,
+                    help="seconds a connection may wait for, and send, a request head; default 30")
+    sv.add_argument("--max-connections", dest="max_connections", type=int,
+                    help="open connections per worker; default 1000")
     sv.add_argument("--lookup-timeout", dest="lookup_timeout", type=float,
                     help="seconds a PodGroup/Workload lookup may take; default 2")
     sv.add_argument("--log-level", dest="log_level", choices=("debug", "info", "warning", "error"))

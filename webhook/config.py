@@ -79,7 +79,12 @@ class ServerSettings:
     bindAddress: str = "127.0.0.1"
     certDir: str = "certs"
     workers: int = 2
-    maxBodyBytes: int = 3 * 1024 * 1024
+    # Two objects at kube-apiserver's 3 MiB request limit plus the AdmissionReview envelope.
+    maxBodyBytes: int = 7 * 1024 * 1024
+    handshakeTimeoutSeconds: float = 5.0
+    idleTimeoutSeconds: float = 30.0        # waiting for (and reading) a request head, keep-alive included
+    maxConnections: int = 1000              # open connections per worker
+    gracefulTimeoutSeconds: int = 20        # in-flight requests may finish after SIGTERM
     lookupTimeoutSeconds: float = 2.0
     logLevel: str = "info"
     logFormat: str = "json"

@@ -82,15 +82,55 @@ def format_value(value: Any) -> str:
     if isinstance(value, (int, float)):
         text = repr(value)
     elif isinstance(value, str):
-        text = json.dumps(value, ensure_ascii=False)
+        text = json.dumps(value[: _MAX_VALUE_CHARS + 1], ensure_ascii=False)
     else:
-        try:
-            text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-        except (TypeError, ValueError):
-            text = repr(value)
+        text = _preview(value, _MAX_VALUE_CHARS + 1)
     if len(text) > _MAX_VALUE_CHARS:
         text = text[: _MAX_VALUE_CHARS - 3] + "..."
     return text
+
+
+def _preview(value: Any, budget: int) -> str:
+    """Compact JSON of `value`, stopping once `budget` characters are written:
+    a huge (or YAML-alias-expanded) value costs its first few nodes, not its size."""
+    out: list[str] = []
+    used = 0
+    stack: list[Any] = [value]
+    while stack and used < budget:
+        node = stack.pop()
+        if isinstance(node, _Token):
+            piece = node.text
+        elif isinstance(node, dict):
+            items = sorted(node.items(), key=lambda kv: str(kv[0])) if len(node) <= 64 else list(node.items())
+            piece = "{"
+            stack.append(_Token("}"))
+            for i in range(len(items) - 1, -1, -1):
+                k, v = items[i]
+                stack.append(v)
+                stack.append(_Token(("," if i else "") + json.dumps(str(k), ensure_ascii=False) + ":"))
+        elif isinstance(node, (list, tuple)):
+            piece = "["
+            stack.append(_Token("]"))
+            for i in range(len(node) - 1, -1, -1):
+                stack.append(node[i])
+                if i:
+                    stack.append(_Token(","))
+        elif isinstance(node, str):
+            piece = json.dumps(node[:budget], ensure_ascii=False)
+        elif node is None or isinstance(node, (bool, int, float)):
+            piece = format_value(node)
+        else:
+            piece = repr(node)[:budget]
+        out.append(piece)
+        used += len(piece)
+    return "".join(out)
+
+
+class _Token:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
 
 
 @dataclass(frozen=True)

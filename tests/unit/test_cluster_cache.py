@@ -87,7 +87,7 @@ def ns(**kw):
 def test_server_settings_precedence():
     cfg = config.from_dict({"server": {"port": 9000, "workers": 3, "logFormat": "text"}})
     s = cli.server_settings(cfg, ns(port=9443), environ={"WW_PORT": "9100", "WW_WORKERS": "5"})
-    assert (s.port, s.workers, s.logFormat, s.maxBodyBytes) == (9443, 5, "text", 3 * 1024 * 1024)
+    assert (s.port, s.workers, s.logFormat, s.maxBodyBytes) == (9443, 5, "text", 7 * 1024 * 1024)
 
 
 @pytest.mark.parametrize("env", [{"WW_PORT": "http"}, {"WW_WORKERS": "0"}, {"WW_LOG_FORMAT": "xml"}])

@@ -22,7 +22,7 @@ def test_defaults_without_a_file():
     assert c.forbidAllWithBasic and c.checkPodGroupAgainstWorkload and c.minCountWithinSize
     assert c.groupLabel == "scheduling.k8s.io/pod-group" and c.workloadLabel == "scheduling.k8s.io/workload"
     assert c.onMissingPodGroup == "allow" and c.claimsToContainers == "none" and c.targets == ()
-    assert c.server.maxBodyBytes == 3 * 1024 * 1024 and c.server.lookupTimeoutSeconds == 2.0
+    assert c.server.maxBodyBytes == 7 * 1024 * 1024 and c.server.lookupTimeoutSeconds == 2.0
 
 
 def test_example_config_loads():

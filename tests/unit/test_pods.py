@@ -190,3 +190,14 @@ def test_pod_without_group_is_untouched():
 def test_malformed_pods_are_denied_not_crashed(bad):
     v = run(bad, cfg=config(pods={"claimsToContainers": "all"}))
     assert not v.allowed and all(e.type == "Invalid" for e in v.errors)
+
+
+def test_POD_6_idempotent_with_a_nameless_group_claim():
+    """A PodGroup claim with an empty name cannot be matched again: it is not
+    injected, so a second call adds nothing (it used to append it every time)."""
+    group = podgroup("pg", resourceClaims=[{"name": "", "resourceClaimName": "x"}, GPU])
+    view = StaticView([group], authoritative=True)
+    _, once = result(pod({LABEL: "pg"}), view=view)
+    assert once["spec"]["resourceClaims"] == [GPU]
+    again = run(once, view=view)
+    assert again.allowed and again.patch is None

@@ -126,8 +126,9 @@ def _lookup(namespace: str, name: str, cfg: Config, view: ClusterView, out: PodO
 
 
 def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: PodOutcome) -> None:
+    # A claim without a name cannot be matched on the next call: skipped, so mutating twice adds nothing.
     group_claims = [c for c in ((podgroup.get("spec") or {}).get("resourceClaims") or [])
-                    if isinstance(c, dict) and isinstance(c.get("name"), str)]
+                    if isinstance(c, dict) and isinstance(c.get("name"), str) and c["name"]]
     if not group_claims:
         return
     pod_claims = spec.get("resourceClaims") or []

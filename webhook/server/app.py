@@ -8,13 +8,15 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from flask import Flask, Response, jsonify, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException
 
 from webhook import engine
 from webhook.admission import review
 from webhook.cluster.view import ClusterView, DisabledView
 from webhook.config import Config
 from webhook.server import metrics
+from webhook.server import body as request_body
+from webhook.server.logs import bounded, request_fields
 
 log = logging.getLogger("workload_webhook.server")
 
@@ -35,7 +37,6 @@ def _one_line(status: int, reason: str) -> Response:
 
 def create_app(state: State) -> Flask:
     app = Flask("workload_webhook")
-    app.config["MAX_CONTENT_LENGTH"] = state.config.server.maxBodyBytes
 
     known = {k for _, k in engine.CORE_KINDS} | {"Pod"} | {t.kind for t in state.config.targets}
 
@@ -47,16 +48,21 @@ def create_app(state: State) -> Flask:
         started = time.perf_counter()
         limit = state.config.server.maxBodyBytes
         try:
-            # Refuse by the header before reading; a chunked body is read only up to the limit.
-            if (request.content_length or 0) > limit:
-                raise RequestEntityTooLarge()
-            body = request.stream.read(limit + 1)
-            if len(body) > limit:
-                raise RequestEntityTooLarge()
-            parsed = review.parse(body, request.content_type)
-        except RequestEntityTooLarge:
+            # gunicorn's own stream: chunked bodies decoded, no werkzeug limit in the way.
+            raw = request_body.read(request.environ["wsgi.input"], request.content_length, limit)
+            parsed = review.parse(raw, request.content_type)
+        except request_body.TooLarge as exc:
             metrics.REJECTED_INPUT.labels("too_large").inc()
-            return _one_line(413, f"request body is larger than {limit} bytes")
+            log.warning("refused: body over %d bytes", limit, extra={"endpoint": endpoint, "status": 413})
+            resp = _one_line(413, f"request body is larger than {limit} bytes (server.maxBodyBytes)")
+            resp.headers["Connection"] = "close"
+            return resp
+        except request_body.Unreadable as exc:
+            metrics.REJECTED_INPUT.labels("unreadable").inc()
+            log.info("refused: %s", exc.reason, extra={"endpoint": endpoint, "status": 400})
+            resp = _one_line(400, exc.reason)
+            resp.headers["Connection"] = "close"
+            return resp
         except review.BadReview as exc:
             metrics.REJECTED_INPUT.labels("malformed").inc()
             log.info("refused: %s", exc.reason, extra={"endpoint": endpoint, "status": exc.status})
@@ -69,19 +75,18 @@ def create_app(state: State) -> Flask:
             if verdict.allowed and verdict.patch:
                 outcome = "patched"
         except Exception:
-            log.exception("engine failed", extra={"uid": parsed.uid, "endpoint": endpoint, "kind": req.kind})
+            log.exception("engine failed", extra={"uid": bounded(parsed.uid), "endpoint": endpoint,
+                                                  "kind": bounded(req.kind)})
             metrics.ERRORS.labels(endpoint).inc()
             answer, outcome, verdict = review.internal_error(parsed.uid), "error", None
         elapsed = time.perf_counter() - started
         metrics.REQUESTS.labels(endpoint, known_kind(req), req.operation, outcome).inc()
         metrics.LATENCY.labels(endpoint).observe(elapsed)
-        ns = req.namespace or ""
-        log.info("%s %s", endpoint, outcome, extra={
-            "uid": parsed.uid, "endpoint": endpoint, "kind": f"{req.group + '/' if req.group else ''}{req.version}/{req.kind}",
-            "operation": req.operation, "namespace": ns, "object": parsed.name, "verdict": outcome,
-            "latency_ms": round(elapsed * 1000, 3), "dry_run": req.dry_run,
-            "errors": [str(e) for e in verdict.errors[:5]] if verdict and verdict.errors else None})
-        return jsonify(answer)
+        # Denials and errors always; allowed requests only at debug (their cost is per Pod of a burst).
+        level = logging.DEBUG if outcome in ("allowed", "patched") else logging.INFO
+        if log.isEnabledFor(level):
+            log.log(level, "%s %s", endpoint, outcome, extra=request_fields(parsed, endpoint, outcome, elapsed, verdict))
+        return Response(review.encode(answer), content_type="application/json")
 
     @app.post("/validate")
     def validate() -> Response:
@@ -121,9 +126,6 @@ def create_app(state: State) -> Flask:
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
-        if isinstance(exc, RequestEntityTooLarge):
-            metrics.REJECTED_INPUT.labels("too_large").inc()
-            return _one_line(413, f"request body is larger than {state.config.server.maxBodyBytes} bytes")
         return _one_line(exc.code or 400, exc.description.splitlines()[0] if exc.description else exc.name)
 
     @app.errorhandler(Exception)

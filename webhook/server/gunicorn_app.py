@@ -1,6 +1,7 @@
 """gunicorn, configured in code: TLS only (1.2+, forward-secret AEAD ciphers),
-gthread workers with HTTP keep-alive, certificates reloaded from disk by each
-worker without a restart, Prometheus multiprocess bookkeeping."""
+the bounded gevent worker (webhook.server.worker) with HTTP keep-alive,
+certificates reloaded from disk by each worker without a restart, Prometheus
+multiprocess bookkeeping."""
 from __future__ import annotations
 
 import os
@@ -10,18 +11,6 @@ from gunicorn.app.base import BaseApplication
 
 from webhook import certs
 from webhook.config import Config
-
-_CONTEXT: certs.ReloadingContext | None = None
-
-
-def _ssl_context(conf, default_factory):
-    """gunicorn asks for a context on every new connection: answer from one
-    per-process context that follows the files on disk."""
-    global _CONTEXT
-    if _CONTEXT is None:
-        _CONTEXT = certs.ReloadingContext(conf.certfile, conf.keyfile)
-    return _CONTEXT.get()
-
 
 def _child_exit(server, worker) -> None:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -35,8 +24,6 @@ class Launch:
     cert_paths: certs.Paths
     kubeconfig: str | None = None
     cert_sync: object | None = None     # a CertSync to run in the master (certificates.mode secret)
-    threads: int = 4
-    keepalive: int = 30
 
 
 class WebhookServer(BaseApplication):
@@ -45,19 +32,22 @@ class WebhookServer(BaseApplication):
         super().__init__()
 
     def load_config(self) -> None:
+        from webhook.server import worker
         s = self.launch.config.server
+        worker.LIMITS = worker.Limits(handshake=s.handshakeTimeoutSeconds, idle=s.idleTimeoutSeconds)
         host = f"[{s.bindAddress}]" if ":" in s.bindAddress else s.bindAddress
         options = {
             "bind": [f"{host}:{s.port}"],
             "workers": s.workers,
-            "worker_class": "gthread",
-            "threads": self.launch.threads,
-            "keepalive": self.launch.keepalive,
+            "worker_class": "webhook.server.worker.BoundedWorker",
+            "worker_connections": s.maxConnections,
+            "keepalive": max(1, int(s.idleTimeoutSeconds)),
             "timeout": 30,
-            "graceful_timeout": 10,
+            "graceful_timeout": s.gracefulTimeoutSeconds,
+            # The worker wraps each connection itself (certificates reloaded from disk);
+            # these make gunicorn treat the server as https.
             "certfile": self.launch.cert_paths.cert,
             "keyfile": self.launch.cert_paths.key,
-            "ssl_context": _ssl_context,
             "child_exit": _child_exit,
             "accesslog": None,
             "errorlog": "-",

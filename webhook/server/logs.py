@@ -6,9 +6,34 @@ import json
 import logging
 import sys
 import time
+from typing import Any
 
 _FIELDS = ("uid", "endpoint", "kind", "operation", "namespace", "object", "verdict", "latency_ms", "dry_run",
            "status", "reason", "errors", "warnings")
+
+
+MAX_FIELD_CHARS = 256      # any string taken from a request, in a log line
+MAX_ERRORS_LOGGED = 5
+
+
+def bounded(value: Any, limit: int = MAX_FIELD_CHARS) -> Any:
+    """A string from a request, cut to `limit` characters: a 200,000-character
+    name must not make a 200 KB log line."""
+    if isinstance(value, str) and len(value) > limit:
+        return value[: limit - 1] + "…"
+    return value
+
+
+def request_fields(parsed, endpoint: str, outcome: str, elapsed: float, verdict) -> dict:
+    """The `extra` of an admission log line, every value bounded."""
+    req = parsed.request
+    kind = f"{req.group + '/' if req.group else ''}{req.version}/{req.kind}"
+    errors = None
+    if verdict is not None and verdict.errors:
+        errors = [bounded(str(e)) for e in verdict.errors[:MAX_ERRORS_LOGGED]]
+    return {"uid": bounded(parsed.uid), "endpoint": endpoint, "kind": bounded(kind), "operation": req.operation,
+            "namespace": bounded(req.namespace or ""), "object": bounded(parsed.name), "verdict": outcome,
+            "latency_ms": round(elapsed * 1000, 3), "dry_run": req.dry_run, "errors": errors}
 
 
 class JsonFormatter(logging.Formatter):

@@ -12,6 +12,8 @@ REQUESTS = Counter("workload_webhook_requests_total", "Admission requests answer
 LATENCY = Histogram("workload_webhook_request_duration_seconds", "Time to answer an admission request",
                     ["endpoint"], buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
 REJECTED_INPUT = Counter("workload_webhook_rejected_input_total", "Requests refused before judging (4xx)", ["reason"])
+CONNECTIONS_DROPPED = Counter("workload_webhook_connections_dropped_total",
+                              "Connections closed before a request: TLS handshake failed or timed out", ["phase"])
 ERRORS = Counter("workload_webhook_internal_errors_total", "Objects the engine failed to judge", ["endpoint"])
 LOOKUPS = Counter("workload_webhook_cluster_lookups_total", "PodGroup/Workload lookups by where the answer came from",
                   ["resource", "source"])   # source: cache | api | missing | unavailable

@@ -1,0 +1,292 @@
+"""Attacks on the real server (gunicorn + the bounded gevent worker, TLS):
+stalled connections of every kind, hostile bodies, shutdown under load. All
+traffic goes to loopback; every loop is bounded in count and time."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import ssl
+import statistics
+import threading
+import time
+
+import pytest
+
+from tests.server.harness import REPO, Server, admission_request
+from tests.unit.helpers import podgroup, trainjob
+
+STALLED_PER_KIND = 200
+HALF_CLIENT_HELLO = b"\x16\x03\x01\x02\x00\x01"
+
+
+def _tcp(server: Server) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    s.setblocking(True)
+    return s
+
+
+def _tls(server: Server) -> ssl.SSLSocket:
+    return server.ssl_context().wrap_socket(_tcp(server), server_hostname="localhost")
+
+
+def _validate_body(uid: str = "uid-1") -> bytes:
+    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                       "request": admission_request(podgroup(), uid=uid)}).encode()
+
+
+class SlowHeaders:
+    """Connections that send a request head one byte at a time, round robin."""
+
+    HEAD = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"X-Padding: " + b"a" * 200 + b"\r\n")
+
+    def __init__(self, socks: list[ssl.SSLSocket]):
+        self.socks, self.stop = socks, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        i, deadline = 0, time.monotonic() + 120
+        while not self.stop.is_set() and time.monotonic() < deadline and i < len(self.HEAD):
+            for s in self.socks:
+                try:
+                    s.send(self.HEAD[i:i + 1])
+                except OSError:
+                    pass
+            i += 1
+            self.stop.wait(0.25)
+
+
+def _closed_by_server(sock: socket.socket, within: float) -> bool:
+    """True when the server closes (EOF or reset) this connection within `within` s."""
+    sock.settimeout(within)
+    try:
+        while True:
+            data = sock.recv(4096)
+            if not data:
+                return True
+    except (ConnectionResetError, ssl.SSLError, BrokenPipeError):
+        return True
+    except (TimeoutError, socket.timeout):
+        return False
+    except OSError:
+        return True
+
+
+def _steady_client(server: Server, count: int) -> tuple[list[float], list[str]]:
+    """`count` keep-alive /validate calls; each must be answered within the client timeout."""
+    latencies, failures = [], []
+    conn = server.connection(timeout=5)
+    for i in range(count):
+        started = time.perf_counter()
+        try:
+            status, body = server.review("/validate", admission_request(podgroup(), uid=f"u{i}"), conn=conn)
+            if status != 200 or not body["response"]["allowed"]:
+                failures.append(f"status {status}")
+        except (OSError, ssl.SSLError, ValueError) as exc:
+            failures.append(repr(exc))
+            conn.close()
+            conn = server.connection(timeout=5)
+        latencies.append(time.perf_counter() - started)
+    conn.close()
+    return latencies, failures
+
+
+@pytest.fixture
+def bounded_server(tmp_path):
+    with Server(str(tmp_path), extra=["--cluster", "disabled", "--handshake-timeout", "3",
+                                      "--idle-timeout", "4"]) as s:
+        yield s
+
+
+def test_stalled_connections_of_every_kind_do_not_stop_admission(bounded_server):
+    server = bounded_server
+    kept_alive = server.connection(timeout=5)      # a client that was already connected
+    assert server.review("/validate", admission_request(podgroup()), conn=kept_alive)[0] == 200
+
+    silent = [_tcp(server) for _ in range(STALLED_PER_KIND)]
+    half_hello = [_tcp(server) for _ in range(STALLED_PER_KIND)]
+    for s in half_hello:
+        s.sendall(HALF_CLIENT_HELLO)
+    idle_tls = [_tls(server) for _ in range(STALLED_PER_KIND)]
+    slow = SlowHeaders([_tls(server) for _ in range(STALLED_PER_KIND)])
+    slow.thread.start()
+    try:
+        latencies, failures = _steady_client(server, 300)
+        status, body = server.review("/validate", admission_request(podgroup()), conn=kept_alive)
+        health = server.get("/healthz")[0]
+    finally:
+        slow.stop.set()
+        slow.thread.join(5)
+    assert failures == [], failures[:5]
+    assert (status, health) == (200, 200)
+    latencies.sort()
+    print(f"\n{4 * STALLED_PER_KIND} stalled connections held; 300 /validate calls: "
+          f"p50 {statistics.median(latencies) * 1000:.1f} ms, p99 {latencies[296] * 1000:.1f} ms, "
+          f"max {latencies[-1] * 1000:.1f} ms")
+    # The server frees every stalled connection itself: handshake 3 s, head/idle 4 s.
+    for group in (silent, half_hello, idle_tls, slow.socks):
+        assert all(_closed_by_server(s, within=15) for s in group[:20])
+    for group in (silent, half_hello, idle_tls, slow.socks):
+        for s in group:
+            s.close()
+    kept_alive.close()
+
+
+def _raw_request(server: Server, head: bytes, body_parts: list[bytes], read_timeout: float = 10) -> tuple[int, bytes]:
+    s = _tls(server)
+    s.settimeout(read_timeout)
+    try:
+        s.sendall(head)
+        for part in body_parts:
+            s.sendall(part)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        head_part, _, rest = data.partition(b"\r\n\r\n")
+        status = int(head_part.split(b" ", 2)[1])
+        length = next((int(line.split(b":", 1)[1]) for line in head_part.split(b"\r\n")
+                       if line.lower().startswith(b"content-length:")), 0)
+        while len(rest) < length:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        return status, rest
+    finally:
+        s.close()
+
+
+CHUNKED_HEAD = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n")
+
+
+def test_malformed_chunk_size_is_a_400_not_a_500(server):
+    status, body = _raw_request(server, CHUNKED_HEAD, [b"zz\r\n{}\r\n0\r\n\r\n"])
+    assert status == 400, body
+    assert "could not be read" in json.loads(body)["error"]
+    assert "Traceback" not in server.log()
+
+
+def test_chunked_body_is_judged(server):
+    payload = _validate_body()
+    parts = [b"%x\r\n" % len(payload[:100]) + payload[:100] + b"\r\n",
+             b"%x\r\n" % len(payload[100:]) + payload[100:] + b"\r\n", b"0\r\n\r\n"]
+    status, body = _raw_request(server, CHUNKED_HEAD, parts)
+    assert status == 200 and json.loads(body)["response"]["allowed"] is True
+
+
+def test_chunked_body_over_the_limit_is_a_readable_413(server):
+    # The module's server runs with --max-body-bytes 1048576.
+    chunk = b"x" * 65536
+    parts = [b"%x\r\n" % len(chunk) + chunk + b"\r\n"] * 20 + [b"0\r\n\r\n"]
+    status, body = _raw_request(server, CHUNKED_HEAD, parts)
+    assert status == 413 and "larger than 1048576 bytes" in json.loads(body)["error"]
+
+
+def test_declared_body_over_the_limit_is_read_then_answered_413(server):
+    size = 2 * 1048576
+    head = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % size)
+    status, body = _raw_request(server, head, [b" " * size])
+    assert status == 413 and "server.maxBodyBytes" in json.loads(body)["error"]
+    assert "body over 1048576 bytes" in server.log()
+
+
+def test_body_that_stops_short_is_a_400(server):
+    head = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 5000\r\nConnection: close\r\n\r\n")
+    s = _tls(server)
+    s.settimeout(10)
+    s.sendall(head + _validate_body()[:100])
+    s.shutdown(socket.SHUT_WR)    # half-close: the body ends early
+    data = b""
+    while True:
+        try:
+            chunk = s.recv(65536)
+        except (OSError, ssl.SSLError):
+            break
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    # Either a one-line 400 or a closed connection; never a 500.
+    assert b" 500 " not in data.split(b"\r\n", 1)[0]
+    assert "Traceback" not in server.log()
+
+
+def test_default_limit_admits_an_update_of_two_objects_at_etcd_size(tmp_path):
+    """etcd's 1.5 MiB object limit, twice (object and oldObject), plus the envelope."""
+    big = "x" * (1536 * 1024)
+    obj = trainjob({"schedulingPolicy": {"gang": {"minCount": 2}}}, replicas=4)
+    obj["metadata"]["annotations"] = {"big": big}
+    old = json.loads(json.dumps(obj))
+    old["metadata"]["finalizers"] = ["example.com/keep"]
+    with Server(str(tmp_path), config=f"{REPO}/examples/config.yaml", extra=["--cluster", "disabled"]) as server:
+        status, body = server.review("/validate", admission_request(obj, operation="UPDATE", old=old))
+    assert status == 200 and body["response"]["allowed"] is True, body
+
+
+def test_long_strings_from_the_request_make_bounded_log_lines(tmp_path):
+    name = "n" * 200_000
+    obj = podgroup(schedulingPolicy={"gang": {"minCount": 0}})
+    obj["metadata"]["name"] = name
+    obj["metadata"]["labels"] = {"k" * 100_000: "v"}
+    with Server(str(tmp_path), extra=["--cluster", "disabled"]) as server:
+        req = admission_request(obj)
+        req["uid"] = "u" * 100_000
+        status, body = server.review("/validate", req)
+        assert status == 200 and body["response"]["allowed"] is False
+        with open(server.log_path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    assert lines and max(len(line) for line in lines) < 4096, max(len(line) for line in lines)
+    assert any('"verdict":"denied"' in line for line in lines)
+
+
+def test_sigterm_under_load_loses_no_accepted_connection(tmp_path):
+    """Connections the kernel accepted before the listener closed are answered;
+    after it closed, new ones are refused (never reset after connecting)."""
+    server = Server(str(tmp_path), extra=["--cluster", "disabled"]).start()
+    answered, lost, refused = [], [], []
+    stop_at = time.monotonic() + 20
+
+    def client() -> None:
+        body = _validate_body()
+        while time.monotonic() < stop_at:
+            try:
+                s = _tcp(server)
+            except ConnectionRefusedError:
+                refused.append(1)
+                return
+            try:
+                t = server.ssl_context().wrap_socket(s, server_side=False, server_hostname="localhost")
+                t.settimeout(10)
+                t.sendall(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                          b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+                data = b""
+                while True:
+                    chunk = t.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                t.close()
+                (answered if data.startswith(b"HTTP/1.1 200") else lost).append(data[:80])
+            except (OSError, ssl.SSLError) as exc:
+                lost.append(repr(exc))
+
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(6)]
+    for t in threads:
+        t.start()
+    time.sleep(1.5)
+    before = len(answered)
+    os.killpg(server.proc.pid, signal.SIGTERM)
+    for t in threads:
+        t.join(30)
+    server.stop()
+    assert before > 10, "the load never got going"
+    assert lost == [], (lost[:5], server.log()[-3000:])
+    assert refused, "the server never stopped accepting"
