@@ -67,11 +67,64 @@ def wait_for(cp: ControlPlane, namespace: str, webhook_on: bool) -> None:
     raise SystemExit(f"registration did not take effect (webhook {'on' if webhook_on else 'off'})")
 
 
-def row(label: str, r: burst.BurstResult) -> dict:
+def established(port: int) -> int:
+    """Connections to the webhook's port now (kube-apiserver's pool), from /proc/net/tcp."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                        count += 1
+        except OSError:
+            pass
+    return count
+
+
+class ConnectionSampler:
+    """The most connections kube-apiserver held open to the webhook during a burst."""
+
+    def __init__(self, port: int):
+        import threading
+        self.port, self.peak, self.stop = port, 0, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.05):
+            self.peak = max(self.peak, established(self.port))
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(2)
+
+
+def cpu_seconds(pids: list[int], children: bool = True) -> float:
+    """utime + stime of these processes (and their children alive now)."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    family = set(pids)
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(p) in family or (children and int(fields[1]) in family):
+                total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def row(label: str, r: burst.BurstResult, peak_connections: int = 0) -> dict:
     return {"run": label, "pods": r.count, "concurrency": r.concurrency, "created": r.created,
             "failed": len(r.failures), "pods_per_s": round(r.rate, 1), "p50_ms": round(r.quantile(0.5) * 1000, 1),
             "p99_ms": round(r.quantile(0.99) * 1000, 1), "max_ms": round(max(r.latencies or [0]) * 1000, 1),
-            "first_failures": r.failures[:3]}
+            "webhook_connections_peak": peak_connections, "first_failures": r.failures[:3]}
 
 
 def main() -> int:
@@ -86,6 +139,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="burst-bench-") as work:
         with ControlPlane(bin_dir, os.path.join(work, "cp")) as cp:
+            os.makedirs(os.path.join(work, "hook"))
             server = Server(os.path.join(work, "hook"), config=E2E_CONFIG, workers=args.workers,
                             extra=["--cluster", "kubeconfig", "--kubeconfig", cp.kubeconfig("admin")]).start()
             try:
@@ -105,9 +159,17 @@ def main() -> int:
                             else:
                                 unregister(cp)
                             wait_for(cp, ns, label == "webhook")
-                            result = burst.run(cp, ns, "burst", count, conc, max_seconds=600)
+                            groups = {"kube-apiserver": [cp._apiserver.pid], "etcd": [cp._etcd.pid],
+                                      "webhook": [server.proc.pid], "client": [os.getpid()]}
+                            own = {"client"}         # the bench's own children are the servers above
+                            cpu_before = {k: cpu_seconds(v, k not in own) for k, v in groups.items()}
+                            with ConnectionSampler(server.port) as sampler:
+                                result = burst.run(cp, ns, "burst", count, conc, max_seconds=600)
+                            cpu = {k: round((cpu_seconds(v, k not in own) - cpu_before[k]) / max(result.created, 1) * 1000, 2)
+                                   for k, v in groups.items()}
                             burst.delete_pods(cp, ns)
-                            pair[label] = row(label, result)
+                            pair[label] = row(label, result, sampler.peak)
+                            pair[label]["cpu_ms_per_pod"] = cpu
                             rows.append(pair[label])
                             print(json.dumps(pair[label]), file=sys.stderr)
                         off, on = pair["no webhook"], pair["webhook"]
@@ -116,10 +178,11 @@ def main() -> int:
             finally:
                 server.stop()
     print(f"{'run':<11} {'pods':>5} {'conc':>4} {'Pods/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} "
-          f"{'failed':>6} {'rate ratio':>10} {'p99 ratio':>9}")
+          f"{'failed':>6} {'rate ratio':>10} {'p99 ratio':>9} {'conns':>5}  CPU ms per Pod")
     for r in rows:
         print(f"{r['run']:<11} {r['pods']:>5} {r['concurrency']:>4} {r['pods_per_s']:>7} {r['p50_ms']:>7} "
-              f"{r['p99_ms']:>7} {r['max_ms']:>7} {r['failed']:>6} {r['ratio_pods_per_s']:>10} {r['ratio_p99']:>9}")
+              f"{r['p99_ms']:>7} {r['max_ms']:>7} {r['failed']:>6} {r['ratio_pods_per_s']:>10} {r['ratio_p99']:>9} "
+              f"{r['webhook_connections_peak']:>5}  " + " ".join(f"{k} {v}" for k, v in r["cpu_ms_per_pod"].items()))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=2)

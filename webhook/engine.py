@@ -108,8 +108,7 @@ def _mutate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
         out = pods.mutate_pod(obj, req.namespace, cfg, view)
         if out.errors:
             return Verdict(errors=_dedupe(out.errors), warnings=out.warnings)
-        ops = patch.diff(obj, out.mutated) if out.mutated is not None else []
-        return Verdict(warnings=out.warnings, patch=ops or None)
+        return Verdict(warnings=out.warnings, patch=out.ops or None)
     target = cfg.target_for(req.group, req.version, req.kind)
     if target is None or not isinstance(obj, dict):
         return Verdict(checked=False)

@@ -1,18 +1,27 @@
 """Reading manifests from files and directories: multi-document YAML, JSON,
-and `kind: List`. Problems are reported per file, never raised."""
+and `kind: List`. Problems are reported per file, never raised.
+
+Hostile files are bounded: only regular files are read (a FIFO or a link to
+/dev/zero in a directory is reported, not opened), at most MAX_FILE_BYTES of
+each, and a document whose YAML aliases expand past MAX_NODES nodes (a
+"billion laughs") is refused before anything walks it, as kube-apiserver's YAML
+decoder refuses excessive aliasing."""
 from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 import yaml
 
 SUFFIXES = (".yaml", ".yml", ".json")
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_NODES = 1_000_000        # a 1.5 MiB object has about a hundred thousand
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):   # libyaml when present: ~12x faster
     """Safe YAML without timestamp conversion: `2026-11-29T00:00:00Z` stays a
     string, as the API server would read it."""
 
@@ -21,6 +30,25 @@ _Loader.yaml_implicit_resolvers = {
     first: [r for r in resolvers if r[0] != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+
+
+class TooLarge(ValueError):
+    pass
+
+
+def _bounded(doc: Any, budget: int = MAX_NODES) -> Any:
+    """`doc` itself, once its expanded tree is known to have at most `budget` nodes."""
+    stack, seen = [doc], 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > budget:
+            raise TooLarge(f"a document expands to more than {budget} nodes (YAML aliases?)")
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return doc
 
 
 @dataclass
@@ -38,8 +66,8 @@ class FileProblem:
 def expand_paths(paths: list[str]) -> Iterator[str]:
     """Files as given; directories walked (sorted) for .yaml/.yml/.json. Raises FileNotFoundError."""
     for p in paths:
-        if p == "-" or os.path.isfile(p):
-            yield p
+        if p == "-" or (os.path.exists(p) and not os.path.isdir(p)):
+            yield p                           # not a regular file: _read reports it
         elif os.path.isdir(p):
             for root, dirs, files in os.walk(p):
                 dirs.sort()
@@ -53,9 +81,16 @@ def expand_paths(paths: list[str]) -> Iterator[str]:
 def _read(path: str) -> str:
     if path == "-":
         import sys
-        return sys.stdin.read()
-    with open(path, encoding="utf-8") as f:
-        return f.read()
+        text = sys.stdin.read(MAX_FILE_BYTES + 1)
+    else:
+        mode = os.stat(path).st_mode          # before open: opening a FIFO would block
+        if not stat.S_ISREG(mode):
+            raise TooLarge("not a regular file")
+        with open(path, encoding="utf-8") as f:
+            text = f.read(MAX_FILE_BYTES + 1)
+    if len(text) > MAX_FILE_BYTES:
+        raise TooLarge(f"larger than {MAX_FILE_BYTES} bytes")
+    return text
 
 
 def _flatten(obj: Any) -> Iterator[Any]:
@@ -74,7 +109,10 @@ def load(paths: list[str]) -> tuple[list[Document], list[FileProblem]]:
             if path.endswith(".json"):
                 parsed = [json.loads(text)]
             else:
-                parsed = list(yaml.load_all(text, Loader=_Loader))
+                parsed = [_bounded(doc) for doc in yaml.load_all(text, Loader=_Loader)]
+        except TooLarge as exc:
+            problems.append(FileProblem(path, f"not read: {exc}"))
+            continue
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(FileProblem(path, f"cannot read: {exc}"))
             continue

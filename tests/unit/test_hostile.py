@@ -1,11 +1,15 @@
 """Malformed and hostile objects get field errors or clean answers, never
 exceptions (property-based, hypothesis), and large inputs stay bounded."""
 import copy
+import dataclasses
 import os
+
+import jsonpatch
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from webhook import engine
+from webhook.cluster.view import StaticView
 from webhook.errors import FieldError
 from tests.unit.helpers import config, groupjob, pod, podgroup, template, trainjob, workload
 
@@ -58,15 +62,37 @@ def corrupted(draw):
     return seed, _replace(seed, path, draw(json_values))
 
 
+VIEW = StaticView([podgroup("pg", resourceClaims=[{"name": "g", "resourceClaimName": "g"},
+                                                   {"name": "h", "resourceClaimTemplateName": "t"}],
+                             workloadRef={"workloadName": "w", "templateName": "t"})], authoritative=True)
+
+
+def _keys(errors) -> set:
+    return {(e.type, str(e.field)) for e in errors}
+
+
 def _judge(seed, obj, old=None):
+    """Every verdict renders; every patch applies (an independent RFC 6902
+    implementation), only adds, and is idempotent: mutating the result gives no
+    second patch, and the result has no validation error the input lacked."""
     group, _, version = seed["apiVersion"].rpartition("/")
     req = engine.Request("UPDATE" if old is not None else "CREATE", group, version, seed["kind"], obj, old, "ml")
-    for verdict in (engine.validate(req, CFG), engine.mutate(req, CFG)):
+    before = engine.validate(req, CFG, VIEW)
+    mutated = engine.mutate(req, CFG, VIEW)
+    for verdict in (before, mutated):
         assert all(isinstance(e, FieldError) for e in verdict.errors)
         for e in verdict.errors:
             str(e)  # every error renders
-        if verdict.patch:
-            assert isinstance(verdict.patch, list)
+    if not mutated.patch:
+        return
+    # Only additions: `add`, or `replace` of an explicit null (a defaulted field sent as null).
+    for op in mutated.patch:
+        assert op["op"] == "add" or (op["op"] == "replace" and jsonpatch.JsonPointer(op["path"]).resolve(obj) is None), op
+    out = jsonpatch.JsonPatch(mutated.patch).apply(obj)
+    again = engine.mutate(dataclasses.replace(req, object=out), CFG, VIEW)
+    assert again.patch is None, (mutated.patch, again.patch)
+    after = engine.validate(dataclasses.replace(req, object=out), CFG, VIEW)
+    assert _keys(after.errors) <= _keys(before.errors), (mutated.patch, after.errors)
 
 
 @settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", 400)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -80,6 +106,47 @@ def test_corrupted_objects_never_raise(case):
 @given(corrupted(), corrupted())
 def test_corrupted_updates_never_raise(new, old):
     _judge(new[0], new[1], old[1] if old[0]["kind"] == new[0]["kind"] else new[0])
+
+
+@st.composite
+def same_kind_updates(draw):
+    """An UPDATE whose old and new objects are both corruptions of the same seed."""
+    seed = draw(st.sampled_from(SEEDS))
+    paths = [p for p in _paths(seed) if p[:1] not in (("apiVersion",), ("kind",))]
+    new = _replace(seed, draw(st.sampled_from(paths)), draw(json_values))
+    old = _replace(seed, draw(st.sampled_from(paths)), draw(json_values))
+    return seed, new, old
+
+
+@settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", 300)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(same_kind_updates())
+def test_same_kind_updates_never_raise(case):
+    seed, new, old = case
+    _judge(seed, new, old)
+
+
+@settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", 300)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(["app", "scheduling.k8s.io/pod-group", "a/b~c", "scheduling.k8s.io/workload"]),
+                       st.sampled_from(["pg", "other", "x"]), max_size=3),
+       st.lists(st.fixed_dictionaries({"name": st.sampled_from(["g", "h", "z", ""]),
+                                       "resourceClaimName": st.sampled_from(["g", "x"])}), max_size=3),
+       st.lists(st.one_of(st.fixed_dictionaries({"name": st.just("c")}),
+                          st.fixed_dictionaries({"name": st.just("c"), "resources": st.one_of(
+                              st.none(), st.just({}), st.just({"claims": None}),
+                              st.just({"claims": [{"name": "g"}]}))})), max_size=3),
+       st.sampled_from(["labels-null", "labels", "no-meta-labels"]), st.booleans())
+def test_pod_patches_apply_and_are_idempotent(labels, pod_claims, containers, meta_shape, field):
+    """Pods in every shape the patch builder distinguishes (labels missing/null,
+    claims missing/partial/conflicting, containers with and without resources)."""
+    p = pod(labels, containers=containers, **({"resourceClaims": pod_claims} if pod_claims else {}),
+            **({"schedulingGroup": {"podGroupName": "pg"}} if field else {}))
+    if meta_shape == "labels-null":
+        p["metadata"]["labels"] = None if not labels else p["metadata"]["labels"]
+    elif meta_shape == "no-meta-labels" and not labels:
+        p["metadata"].pop("labels", None)
+    _judge(p, p)
 
 
 def test_unicode_names_are_invalid_not_crashes():

@@ -1,16 +1,17 @@
 """Pods joining their pod group at CREATE (POD-1..8): `spec.schedulingGroup`,
 the group label, the workload label and the group's shared DRA claims.
 
-Works on a deep copy and only ever adds: what the Pod already had is never
-removed, reordered or rewritten, so mutating twice gives no second patch."""
+Only ever adds, as JSON Patch `add` operations built from the additions (no
+copy and diff of the whole Pod): what the Pod already had is never removed,
+reordered or rewritten, so mutating twice gives no second patch."""
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 from webhook import formats
 from webhook.blocks import claims
+from webhook.mutation import additions
 from webhook.cluster.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
 from webhook.errors import FieldError, Path, forbidden, invalid
@@ -23,7 +24,7 @@ GROUP_NAME = Path("spec", "schedulingGroup", "podGroupName")
 class PodOutcome:
     errors: list[FieldError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    mutated: dict | None = None
+    ops: list[dict] = field(default_factory=list)     # JSON Patch adds (webhook.mutation.additions)
 
 
 def membership(pod: dict, cfg: Config) -> tuple[str | None, list[FieldError]]:
@@ -53,15 +54,13 @@ def check_pod(pod: Any, cfg: Config) -> list[FieldError]:
     return shape or membership(pod, cfg)[1]
 
 
-def _add_label(meta: dict, key: str, value: str, warnings: list[str], why: str) -> None:
-    labels = meta.get("labels") or {}
-    if key in labels:
+def _want_label(labels: Any, wanted: dict, key: str, value: str, warnings: list[str], why: str) -> None:
+    if (isinstance(labels, dict) and key in labels) or key in wanted:
         return
     if formats.label_value(value):
         warnings.append(f"metadata.labels[{key}]: not added: {value!r} is not a valid label value ({why})")
         return
-    labels[key] = value
-    meta["labels"] = labels
+    wanted[key] = value
 
 
 def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) -> PodOutcome:
@@ -74,24 +73,52 @@ def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) 
     if out.errors or name is None:
         return out
     namespace = namespace or (pod.get("metadata") or {}).get("namespace") or "default"
-    mutated = copy.deepcopy(pod)
-    meta = mutated["metadata"] = mutated.get("metadata") or {}
-    spec = mutated["spec"] = mutated.get("spec") or {}
+    meta, spec = pod.get("metadata"), pod.get("spec")
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    spec_now = spec if isinstance(spec, dict) else {}
 
-    if spec.get("schedulingGroup") is None:                  # POD-1
-        spec["schedulingGroup"] = {"podGroupName": name}
-    _add_label(meta, cfg.groupLabel, name, out.warnings, "the PodGroup name")   # POD-2
+    labels_wanted: dict[str, str] = {}
+    spec_wanted: dict[str, Any] = {}
+    if spec_now.get("schedulingGroup") is None:                                # POD-1
+        spec_wanted["schedulingGroup"] = {"podGroupName": name}
+    _want_label(labels, labels_wanted, cfg.groupLabel, name, out.warnings, "the PodGroup name")   # POD-2
 
     podgroup = _lookup(namespace, name, cfg, view, out)      # POD-5
     if out.errors:
         return out
+    claims_wanted: list[dict] = []
+    container_claims: dict[int, list[dict]] = {}
     if podgroup is not None:
-        _inject_claims(spec, podgroup, name, cfg, out)       # POD-4
+        _inject_claims(spec_now, podgroup, name, cfg, out, claims_wanted, container_claims)    # POD-4
         workload = ((podgroup.get("spec") or {}).get("workloadRef") or {}).get("workloadName")
         if cfg.workloadLabel and isinstance(workload, str) and workload:   # POD-8
-            _add_label(meta, cfg.workloadLabel, workload, out.warnings, "the Workload name")
-    if not out.errors:
-        out.mutated = mutated
+            _want_label(labels, labels_wanted, cfg.workloadLabel, workload, out.warnings, "the Workload name")
+    if out.errors:
+        return out
+
+    ops: list[dict] = []
+    if labels_wanted:
+        if isinstance(meta, dict):
+            additions.add_members(ops, labels, ("metadata", "labels"), labels_wanted)
+        else:
+            ops.append({"op": "add", "path": "/metadata", "value": {"labels": labels_wanted}})
+    if not isinstance(spec, dict):
+        if claims_wanted:
+            spec_wanted["resourceClaims"] = claims_wanted
+        additions.add_members(ops, spec, ("spec",), spec_wanted)
+    else:
+        for key, value in spec_wanted.items():
+            ops.append({"op": "add", "path": additions.pointer("spec", key), "value": value})
+        additions.append_items(ops, spec.get("resourceClaims"), ("spec", "resourceClaims"), claims_wanted)
+        for i, missing in container_claims.items():
+            resources = spec["containers"][i].get("resources")
+            if isinstance(resources, dict):
+                additions.append_items(ops, resources.get("claims"), ("spec", "containers", i, "resources", "claims"),
+                                       missing)
+            else:
+                ops.append({"op": "add", "path": additions.pointer("spec", "containers", i, "resources"),
+                            "value": {"claims": missing}})
+    out.ops = ops
     return out
 
 
@@ -125,7 +152,10 @@ def _lookup(namespace: str, name: str, cfg: Config, view: ClusterView, out: PodO
     return podgroup
 
 
-def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: PodOutcome) -> None:
+def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: PodOutcome,
+                   claims_wanted: list[dict], container_claims: dict[int, list[dict]]) -> None:
+    """The group's claims the Pod lacks (POD-4), into `claims_wanted` and, with
+    claimsToContainers: all, each container's missing claim names."""
     # A claim without a name cannot be matched on the next call: skipped, so mutating twice adds nothing.
     group_claims = [c for c in ((podgroup.get("spec") or {}).get("resourceClaims") or [])
                     if isinstance(c, dict) and isinstance(c.get("name"), str) and c["name"]]
@@ -137,7 +167,8 @@ def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: PodO
     for gc in group_claims:
         i = by_name.get(gc["name"])
         if i is None:
-            added.append({k: gc[k] for k in ("name", *claims.REFS) if gc.get(k)})
+            if all(a["name"] != gc["name"] for a in added):
+                added.append({k: gc[k] for k in ("name", *claims.REFS) if gc.get(k)})
         elif claims.reference(pod_claims[i]) != claims.reference(gc):
             ref = next((f"{k}: {gc[k]}" for k in claims.REFS if gc.get(k)), "no reference")
             out.errors.append(invalid(Path("spec", "resourceClaims", i), pod_claims[i],
@@ -145,13 +176,12 @@ def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: PodO
                                       "the Pod would not share the group's claim"))
     if out.errors:
         return
-    if added:
-        spec["resourceClaims"] = pod_claims + added
+    claims_wanted.extend(added)
     if cfg.claimsToContainers == "all":
-        for container in spec.get("containers") or []:
+        for i, container in enumerate(spec.get("containers") or []):
             resources = container.get("resources") or {}
             have = {c.get("name") for c in resources.get("claims") or []}
             missing = [{"name": gc["name"]} for gc in group_claims if gc["name"] not in have]
+            missing = [m for j, m in enumerate(missing) if m not in missing[:j]]
             if missing:
-                resources["claims"] = (resources.get("claims") or []) + missing
-                container["resources"] = resources
+                container_claims[i] = missing

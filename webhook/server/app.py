@@ -1,22 +1,19 @@
-"""Flask app factory: the admission routes are a thin shell around
-webhook.engine; health, readiness and metrics beside them (ADM-1..7)."""
+"""The WSGI app: the admission routes (webhook.server.admit, a thin shell
+around webhook.engine) in front of Flask, which serves health, readiness and
+metrics (ADM-1..7)."""
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from webhook import engine
-from webhook.admission import review
 from webhook.cluster.view import ClusterView, DisabledView
 from webhook.config import Config
 from webhook.server import metrics
-from webhook.server import body as request_body
-from webhook.server.logs import bounded, request_fields
+from webhook.server.admit import Admission
 
 log = logging.getLogger("workload_webhook.server")
 
@@ -35,66 +32,15 @@ def _one_line(status: int, reason: str) -> Response:
     return resp
 
 
-def create_app(state: State) -> Flask:
+def create_app(state: State) -> Admission:
     app = Flask("workload_webhook")
 
-    known = {k for _, k in engine.CORE_KINDS} | {"Pod"} | {t.kind for t in state.config.targets}
-
-    def known_kind(req: engine.Request) -> str:
-        """Metric labels only for kinds this service judges: hostile kinds must not grow the series."""
-        return req.kind if req.kind in known else "other"
-
-    def admit(endpoint: str, judge: Callable[..., Any]) -> Response:
-        started = time.perf_counter()
-        limit = state.config.server.maxBodyBytes
-        try:
-            # gunicorn's own stream: chunked bodies decoded, no werkzeug limit in the way.
-            raw = request_body.read(request.environ["wsgi.input"], request.content_length, limit)
-            parsed = review.parse(raw, request.content_type)
-        except request_body.TooLarge as exc:
-            metrics.REJECTED_INPUT.labels("too_large").inc()
-            log.warning("refused: body over %d bytes", limit, extra={"endpoint": endpoint, "status": 413})
-            resp = _one_line(413, f"request body is larger than {limit} bytes (server.maxBodyBytes)")
-            resp.headers["Connection"] = "close"
-            return resp
-        except request_body.Unreadable as exc:
-            metrics.REJECTED_INPUT.labels("unreadable").inc()
-            log.info("refused: %s", exc.reason, extra={"endpoint": endpoint, "status": 400})
-            resp = _one_line(400, exc.reason)
-            resp.headers["Connection"] = "close"
-            return resp
-        except review.BadReview as exc:
-            metrics.REJECTED_INPUT.labels("malformed").inc()
-            log.info("refused: %s", exc.reason, extra={"endpoint": endpoint, "status": exc.status})
-            return _one_line(exc.status, exc.reason)
-        req = parsed.request
-        try:
-            verdict = judge(req, state.config, state.view)
-            answer = review.respond(parsed.uid, verdict, parsed)
-            outcome = "allowed" if verdict.allowed else "denied"
-            if verdict.allowed and verdict.patch:
-                outcome = "patched"
-        except Exception:
-            log.exception("engine failed", extra={"uid": bounded(parsed.uid), "endpoint": endpoint,
-                                                  "kind": bounded(req.kind)})
-            metrics.ERRORS.labels(endpoint).inc()
-            answer, outcome, verdict = review.internal_error(parsed.uid), "error", None
-        elapsed = time.perf_counter() - started
-        metrics.REQUESTS.labels(endpoint, known_kind(req), req.operation, outcome).inc()
-        metrics.LATENCY.labels(endpoint).observe(elapsed)
-        # Denials and errors always; allowed requests only at debug (their cost is per Pod of a burst).
-        level = logging.DEBUG if outcome in ("allowed", "patched") else logging.INFO
-        if log.isEnabledFor(level):
-            log.log(level, "%s %s", endpoint, outcome, extra=request_fields(parsed, endpoint, outcome, elapsed, verdict))
-        return Response(review.encode(answer), content_type="application/json")
-
-    @app.post("/validate")
-    def validate() -> Response:
-        return admit("validate", engine.validate)
-
-    @app.post("/mutate")
-    def mutate() -> Response:
-        return admit("mutate", engine.mutate)
+    # POSTs never reach Flask (webhook.server.admit answers them); these routes
+    # make any other method on the admission paths a 405, not a 404.
+    @app.post("/validate", endpoint="validate")
+    @app.post("/mutate", endpoint="mutate")
+    def answered_before_flask() -> Response:
+        return _one_line(500, "internal error; see the webhook's log")
 
     @app.get("/healthz")
     def healthz() -> Response:
@@ -133,4 +79,4 @@ def create_app(state: State) -> Flask:
         log.exception("unexpected error")
         return _one_line(500, "internal error; see the webhook's log")
 
-    return app
+    return Admission(state, app)

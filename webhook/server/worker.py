@@ -87,6 +87,15 @@ class BoundedWorker(GeventWorker):
         finally:
             util.close(conn)
 
+    def handle_request(self, listener_name, req, sock, addr):
+        """One write per response: gunicorn sends the head and the body as two
+        writes (two TLS records); they leave together here."""
+        out = _OneWrite(sock)
+        try:
+            return super().handle_request(listener_name, req, out, addr)
+        finally:
+            out.flush()
+
     def run(self) -> None:
         servers = []
         for s in self.sockets:
@@ -126,6 +135,28 @@ class BoundedWorker(GeventWorker):
                     continue
                 return
             server.pool.spawn(self.handle, name, client, addr)
+
+
+class _OneWrite:
+    """The connection as gunicorn's response writer sees it: `sendall` writes
+    are kept until the response is complete, then sent at once. Everything else
+    is the socket's (`send` too: gunicorn sends `100 Continue` with it, which
+    must leave before the body is read)."""
+
+    def __init__(self, sock):
+        self._sock = sock
+        self._parts: list[bytes] = []
+
+    def sendall(self, data) -> None:
+        self._parts.append(bytes(data))
+
+    def flush(self) -> None:
+        if self._parts:
+            data, self._parts = b"".join(self._parts), []
+            self._sock.sendall(data)
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
 
 
 class _Listener:

@@ -28,7 +28,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* The config file: the user's config plus what the chart decides (server, certificates). */}}
 {{- define "ww.config" -}}
 {{- $c := deepCopy .Values.config -}}
-{{- $_ := set $c "server" (dict "port" (int .Values.server.port) "bindAddress" "0.0.0.0" "certDir" "/var/run/workload-webhook/certs" "workers" (int .Values.server.workers) "maxBodyBytes" (int .Values.server.maxBodyBytes) "lookupTimeoutSeconds" .Values.server.lookupTimeoutSeconds "logLevel" .Values.server.logLevel "logFormat" .Values.server.logFormat "cluster" "auto") -}}
+{{- $_ := set $c "server" (dict "port" (int .Values.server.port) "bindAddress" "0.0.0.0" "certDir" "/var/run/workload-webhook/certs" "workers" (int .Values.server.workers) "maxBodyBytes" (int .Values.server.maxBodyBytes) "lookupTimeoutSeconds" .Values.server.lookupTimeoutSeconds "logLevel" .Values.server.logLevel "logFormat" .Values.server.logFormat "cluster" "auto" "handshakeTimeoutSeconds" .Values.server.handshakeTimeoutSeconds "idleTimeoutSeconds" .Values.server.idleTimeoutSeconds "maxConnections" (int .Values.server.maxConnections) "gracefulTimeoutSeconds" (int .Values.server.gracefulTimeoutSeconds)) -}}
 {{- if eq .Values.certificates.mode "self" -}}
 {{- $s := .Values.certificates.self -}}
 {{- $_ := set $c "certificates" (dict "mode" "secret" "secret" (printf "%s/%s" .Release.Namespace (include "ww.tlsSecret" .)) "webhookConfiguration" (include "ww.fullname" .) "dnsNames" (include "ww.dnsNames" . | fromYamlArray) "caValiditySeconds" (int $s.caValiditySeconds) "leafValiditySeconds" (int $s.leafValiditySeconds) "graceSeconds" (int $s.graceSeconds) "checkIntervalSeconds" (int $s.checkIntervalSeconds)) -}}

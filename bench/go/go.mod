@@ -1,0 +1,3 @@
+module workload-webhook/bench
+
+go 1.24
