@@ -118,6 +118,7 @@ class Config:
     workloadLabel: str | None = DEFAULT_WORKLOAD_LABEL
     onMissingPodGroup: str = "allow"
     claimsToContainers: str = "none"
+    podValidation: str = "policy"      # POD-3 on the final Pod: ValidatingAdmissionPolicy | webhook
     targets: tuple[Target, ...] = ()
     server: ServerSettings = field(default_factory=ServerSettings)
     certificates: CertificateSettings = field(default_factory=CertificateSettings)
@@ -232,6 +233,7 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
         workloadLabel=pods.get("workloadLabel", DEFAULT_WORKLOAD_LABEL) or None,
         onMissingPodGroup=pods.get("onMissingPodGroup", "allow"),
         claimsToContainers=pods.get("claimsToContainers", "none"),
+        podValidation=pods.get("validation", "policy"),
         targets=tuple(targets),
         server=ServerSettings(**(data.get("server") or {})),
         certificates=CertificateSettings(**{**cert, "dnsNames": tuple(cert.get("dnsNames") or ())}),

@@ -1,7 +1,9 @@
 """The ValidatingWebhookConfiguration and MutatingWebhookConfiguration that
 route exactly this service's objects to it: scheduling.k8s.io objects, every
 configured target CRD, and only the Pods that name a pod group (matchConditions),
-never in kube-system or the webhook's own namespace."""
+never in kube-system or the webhook's own namespace; plus, with
+`pods.validation: policy` (the default), the in-process policy that checks the
+final Pod (webhook.pod_policy) instead of a validating webhook call."""
 from __future__ import annotations
 
 import base64
@@ -9,6 +11,7 @@ import json
 from dataclasses import dataclass
 
 from webhook.config import Config
+from webhook.pod_policy import policy_objects
 
 SUFFIX = "workload-webhook.k8s.io"
 SCHEDULING_RESOURCES = ("workloads", "podgroups", "podgroups/status", "compositepodgroups",
@@ -69,15 +72,18 @@ def configurations(cfg: Config, endpoint: Endpoint, name: str = "workload-webhoo
         mutating.append({**_common(f"targets.mutate.{SUFFIX}", endpoint, "/mutate", target_rules(cfg, ["CREATE"]),
                                    "Fail", exclude, timeout), "reinvocationPolicy": "IfNeeded"})
     pod_hook = {"matchConditions": [pod_match_condition(cfg)]}
-    validating.append({**_common(f"pods.validate.{SUFFIX}", endpoint, "/validate", pods, pod_failure_policy, exclude,
-                                 timeout), **pod_hook})
+    if cfg.podValidation == "webhook":
+        validating.append({**_common(f"pods.validate.{SUFFIX}", endpoint, "/validate", pods, pod_failure_policy,
+                                     exclude, timeout), **pod_hook})
     mutating.append({**_common(f"pods.mutate.{SUFFIX}", endpoint, "/mutate", pods, pod_failure_policy, exclude,
                                timeout), **pod_hook, "reinvocationPolicy": "IfNeeded"})
     def meta() -> dict:
         return {"name": name, "labels": {"app.kubernetes.io/name": "workload-webhook"}}
+    policy = policy_objects(cfg, name, exclude, pod_match_condition(cfg)) if cfg.podValidation == "policy" else []
     return json.loads(json.dumps([  # no shared sub-objects, so YAML output has no anchors
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": meta(),
          "webhooks": validating},
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration", "metadata": meta(),
          "webhooks": mutating},
+        *policy,
     ]))

@@ -168,6 +168,9 @@ def test_ADM_6_object_of_wrong_type_is_a_denial(server):
     req["object"] = "not an object"
     status, body = server.review("/validate", req)
     assert status == 200 and body["response"]["allowed"] is False
+    st = body["response"]["status"]
+    assert (st["code"], st["reason"]) == (422, "Invalid")
+    assert st["details"]["causes"][0]["reason"] == "FieldValueInvalid"
 
 
 def test_ADM_6_wrong_method_and_path(server):
