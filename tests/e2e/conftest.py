@@ -112,7 +112,7 @@ class Webhook:
         extra = ["--cluster", "kubeconfig", "--kubeconfig", self.cluster.kubeconfig("admin"), "--workers", "2"]
         self.server = Server(self.workdir, config=E2E_CONFIG, extra=extra)
         if self.port:                      # a restart keeps the registered URL
-            self.server.port = self.port
+            self.server.port, self.server.port_fixed = self.port, True
             self.server.args[self.server.args.index("--port") + 1] = str(self.port)
         self.server.start()
         self.port = self.server.port
@@ -137,6 +137,22 @@ class Webhook:
                               name="workload-webhook", namespace="workload-webhook",
                               pod_failure_policy=pod_failure_policy)
         self.kubectl.apply(docs)
+        self.wait_until_called()
+
+    def wait_until_called(self) -> None:
+        """The API server picks registrations up asynchronously: wait until it
+        calls this webhook (its own DIS-2 denial, not "failed calling webhook")."""
+        probe = {"apiVersion": "training.example.com/v1alpha1", "kind": "TrainJob",
+                 "metadata": {"name": "probe", "namespace": "default"},
+                 "spec": {"replicas": 1, "scheduling": {"schedulingPolicy": {"basic": {}},
+                                                        "disruptionMode": {"all": {}}}}}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            proc = self.kubectl.create(probe, "--dry-run=server", check=False)
+            if proc.returncode != 0 and "spec.scheduling.disruptionMode: Invalid value" in proc.stderr:
+                return
+            time.sleep(0.3)
+        raise AssertionError("the API server never called the webhook")
 
     def log_since(self, offset: int) -> str:
         with open(self.server.log_path, encoding="utf-8", errors="replace") as f:
@@ -151,17 +167,6 @@ class Webhook:
 def webhook(cluster, kubectl, crds, tmp_path_factory):
     hook = Webhook(cluster, kubectl, str(tmp_path_factory.mktemp("webhook"))).start()
     hook.register()
-    # The API server picks registrations up asynchronously: wait until it calls us.
-    probe = {"apiVersion": "training.example.com/v1alpha1", "kind": "TrainJob",
-             "metadata": {"name": "probe", "namespace": "default"},
-             "spec": {"replicas": 1, "scheduling": {"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}}}}
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if kubectl.create(probe, "--dry-run=server", check=False).returncode != 0:
-            break
-        time.sleep(0.5)
-    else:
-        raise AssertionError("the API server never called the webhook")
     yield hook
     hook.stop()
 

@@ -196,7 +196,7 @@ def local_service(workdir, kubectl, kubeconfig, port) -> Server:
         f.write(kubectl("get", "configmap", FULLNAME, "-n", NS, "-o", "jsonpath={.data.config\\.yaml}").stdout)
     server = Server(workdir, config=config_path, extra=["--cluster", "kubeconfig", "--kubeconfig", kubeconfig,
                                                         "--bind-address", "127.0.0.1"])
-    server.port = port
+    server.port, server.port_fixed = port, True      # the chart registered this URL
     server.args[server.args.index("--port") + 1] = str(port)
     return server
 

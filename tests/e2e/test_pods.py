@@ -28,7 +28,14 @@ def metric(webhook, name, **labels) -> float:
 def test_POD_1_4_8_pod_comes_back_joined_with_claims(webhook, kubectl, namespace):
     kubectl.apply(ns_obj(podgroup("train-0", resourceClaims=[GPU],
                                   workloadRef={"workloadName": "train", "templateName": "workers"}), namespace))
-    time.sleep(1.0)  # let the watch deliver it, so the lookup below is a cache hit
+    # Wait until the watch has delivered it: a dry-run Pod is served from the cache.
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        hits = metric(webhook, "workload_webhook_cluster_lookups_total", resource="podgroups", source="cache")
+        kubectl.apply(ns_obj(pod({LABEL: "train-0"}), namespace), "--dry-run=server")
+        if metric(webhook, "workload_webhook_cluster_lookups_total", resource="podgroups", source="cache") > hits:
+            break
+        time.sleep(0.2)
     hits = metric(webhook, "workload_webhook_cluster_lookups_total", resource="podgroups", source="cache")
     kubectl.apply(ns_obj(pod({LABEL: "train-0"}), namespace))
     stored = kubectl.get("pod", "p", namespace)

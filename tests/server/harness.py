@@ -28,6 +28,7 @@ class Server:
         self.workdir = workdir
         self.cert_dir = os.path.join(workdir, "certs")
         self.port = free_port()
+        self.port_fixed = False          # set when a restart must keep the registered port
         self.log_path = os.path.join(workdir, "serve.log")
         self.args = [sys.executable, "-m", "webhook", "serve", "--port", str(self.port), "--cert-dir", self.cert_dir,
                      "--workers", str(workers), "--log-format", "json", *(extra or [])]
@@ -37,24 +38,44 @@ class Server:
         self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 30) -> "Server":
-        self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.args, cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT, env=self.env,
-                                     start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"serve exited with {self.proc.returncode}:\n{self.log()}")
-            if os.path.exists(os.path.join(self.cert_dir, "ca.crt")):
-                try:
-                    status, _, _ = self.get("/healthz")
-                    if status == 200:
-                        return self
-                except (OSError, ssl.SSLError, http.client.HTTPException):
-                    pass
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"serve did not become healthy in {timeout}s:\n{self.log()}")
+    def start(self, timeout: float = 30, port_attempts: int = 3) -> "Server":
+        """Start and wait for /healthz. The port was free when picked, but another
+        process may take it before gunicorn binds: then a new port, up to
+        `port_attempts` times (a port set by the caller is kept)."""
+        for attempt in range(port_attempts):
+            self._log = open(self.log_path, "ab")
+            log_start = self._log.tell()
+            self.proc = subprocess.Popen(self.args, cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT,
+                                         env=self.env, start_new_session=True)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self._port_taken(log_start) and not self.port_fixed and attempt + 1 < port_attempts:
+                    self.stop()
+                    self.port = free_port()
+                    self.args[self.args.index("--port") + 1] = str(self.port)
+                    break
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"serve exited with {self.proc.returncode}:\n{self.log()}")
+                if os.path.exists(os.path.join(self.cert_dir, "ca.crt")):
+                    try:
+                        status, _, _ = self.get("/healthz")
+                        if status == 200:
+                            return self
+                    except (OSError, ssl.SSLError, http.client.HTTPException):
+                        pass
+                time.sleep(0.1)
+            else:
+                self.stop()
+                raise RuntimeError(f"serve did not become healthy in {timeout}s:\n{self.log()}")
+        raise RuntimeError(f"no free port in {port_attempts} attempts:\n{self.log()}")
+
+    def _port_taken(self, offset: int) -> bool:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                return b"Connection in use" in f.read()
+        except OSError:
+            return False
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
