@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build a real Kubernetes control plane (kube-apiserver, kubectl, etcd, helm) from
+# Build a real Kubernetes control plane (kube-apiserver, kube-scheduler, kubectl, etcd, helm) from
 # the Go module proxy, pinned by hack/controlplane/go.mod + go.sum.
 #
 # Output: ${WW_CACHE:-~/.cache/workload-webhook}/controlplane/<k8s-version>-<hash>/bin/
@@ -43,9 +43,10 @@ cache_root="${WW_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/workload-webhook}"
 out_dir="${cache_root}/controlplane/${k8s_version}-${hash}"
 bin_dir="${out_dir}/bin"
 
-binaries=(kube-apiserver kubectl etcd helm)
+binaries=(kube-apiserver kube-scheduler kubectl etcd helm)
 declare -A pkg=(
   [kube-apiserver]="k8s.io/kubernetes/cmd/kube-apiserver"
+  [kube-scheduler]="k8s.io/kubernetes/cmd/kube-scheduler"
   [kubectl]="k8s.io/kubernetes/cmd/kubectl"
   [etcd]="go.etcd.io/etcd/server/v3"
   [helm]="helm.sh/helm/v3/cmd/helm"
@@ -106,6 +107,7 @@ hv="helm.sh/helm/v3"
 helm_ldflags="-s -w -X ${hv}/internal/version.version=${helm_version} -X ${hv}/internal/version.gitTreeState=clean -X ${hv}/pkg/chartutil.k8sVersionMajor=${k8s_major} -X ${hv}/pkg/chartutil.k8sVersionMinor=${k8s_minor} -X ${hv}/pkg/lint/rules.k8sVersionMajor=${k8s_major} -X ${hv}/pkg/lint/rules.k8sVersionMinor=${k8s_minor}"
 declare -A ldflags=(
   [kube-apiserver]="${k8s_ldflags}"
+  [kube-scheduler]="${k8s_ldflags}"
   [kubectl]="${k8s_ldflags}"
   [etcd]="-s -w"
   [helm]="${helm_ldflags}"
@@ -114,6 +116,10 @@ declare -A ldflags=(
 # --- build ------------------------------------------------------------------------
 declare -A took=()
 for b in "${binaries[@]}"; do
+  if [[ "${WW_FORCE:-0}" != 1 && -x "${bin_dir}/${b}" ]]; then
+    took[$b]="cached"       # a binary added to the list later is built alone
+    continue
+  fi
   t="$(now)"
   log "step: go build ${pkg[$b]} -> ${bin_dir}/${b}"
   tmp="${bin_dir}/.${b}.tmp"
@@ -135,6 +141,7 @@ done
   echo "helm.sh/helm/v3: ${helm_version}"
   for b in "${binaries[@]}"; do echo "build time ${b}: ${took[$b]}"; done
   echo "--- kube-apiserver --version"; "${bin_dir}/kube-apiserver" --version 2>&1 || true
+  echo "--- kube-scheduler --version"; "${bin_dir}/kube-scheduler" --version 2>&1 || true
   echo "--- kubectl version --client"; "${bin_dir}/kubectl" version --client 2>&1 || true
   echo "--- etcd --version"; "${bin_dir}/etcd" --version 2>&1 || true
   echo "--- helm version"; "${bin_dir}/helm" version 2>&1 || true

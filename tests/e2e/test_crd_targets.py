@@ -1,5 +1,6 @@
 """A TrainJob CRD guarded by the webhook, through the real kubectl and API server."""
 import copy
+import json
 
 from tests.unit.helpers import trainjob
 
@@ -66,3 +67,24 @@ def test_ADM_4_dry_run_server_same_verdict_stores_nothing(webhook, kubectl, name
     assert "minCount: 3" in out      # the mutation is visible in the dry-run answer
     assert not kubectl.exists("trainjob", "dry-good", namespace)
     assert not kubectl.exists("trainjob", "dry-bad", namespace)
+
+
+def test_update_of_an_object_near_etcds_size_limit_is_admitted(webhook, kubectl, namespace):
+    """An UPDATE carries the object twice (object and oldObject): 2 x 1.43 MiB
+    plus the envelope is over the former 3 MiB body limit, under the 7 MiB one."""
+    big = tj(namespace, "big", {"schedulingPolicy": {"gang": {"minCount": 2}}}, replicas=2)
+    big["spec"]["image"] = "registry.example/" + "x" * 1_500_000
+    kubectl("create", "-f", "-", stdin=json.dumps(big), timeout=120)
+    offset = webhook.log_size()
+    kubectl("label", "trainjob", "big", "-n", namespace, "touched=yes", timeout=120)
+    kubectl("annotate", "trainjob", "big", "-n", namespace, "note=updated", timeout=120)
+    stored = json.loads(kubectl("get", "trainjob", "big", "-n", namespace, "-o", "json", timeout=120).stdout)
+    assert stored["metadata"]["labels"]["touched"] == "yes" and stored["metadata"]["annotations"]["note"] == "updated"
+    assert len(json.dumps(stored)) > 1_500_000
+    assert "body over" not in webhook.log_since(offset)
+    # It was judged: the same update with a bad change is still refused.
+    proc = kubectl("patch", "trainjob", "big", "-n", namespace, "--type", "merge", "-p",
+                   json.dumps({"spec": {"scheduling": {"disruptionMode": {"all": {}},
+                                                       "schedulingPolicy": {"basic": {}}}}}), check=False,
+                   timeout=120)
+    assert proc.returncode != 0 and "failed calling webhook" not in proc.stderr, proc.stderr

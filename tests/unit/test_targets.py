@@ -153,3 +153,13 @@ def test_DEF_1_no_default_above_max_min_count():
 def test_DEF_1_defaulted_object_is_valid():
     _, out = mutated(groupjob({"schedulingPolicy": {"gang": {}}}, [job(replicas=3), job(replicas=1)]))
     assert check(out).allowed
+
+
+def test_POL_3_switched_off_allows_min_count_above_the_size():
+    """policies.minCountWithinSize: false turns POL-3 off for targets, and only POL-3."""
+    above = trainjob({"schedulingPolicy": {"gang": {"minCount": 9}}}, replicas=4)
+    assert found(check(above)) == {("Invalid", f"{S}.schedulingPolicy.gang.minCount")}
+    off = config(policies={"minCountWithinSize": False})
+    assert found(check(above, cfg=off)) == set()
+    zero = trainjob({"schedulingPolicy": {"gang": {"minCount": 0}}}, replicas=4)
+    assert found(check(zero, cfg=off)) == {("Invalid", f"{S}.schedulingPolicy.gang.minCount")}

@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
 from webhook.cluster.view import ClusterView, DisabledView

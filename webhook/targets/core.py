@@ -145,6 +145,7 @@ class _TreeWalk:
         self.cfg = cfg
         self.errors: list[FieldError] = []
         self.names: dict[str, Path] = {}          # tree-wide unique names -> the list they were seen in
+        self.beyond = False                       # below the maximum depth: declarative rules only
 
     def lists(self, spec: dict, old: dict | None, path: Path, depth: int, top: Path | None) -> None:
         """A level: its leaf templates first, then its composites (upstream order)."""
@@ -174,6 +175,8 @@ class _TreeWalk:
             if name:
                 if name in in_list:
                     self.errors.append(duplicate(tpath, {"name": name}))
+                elif self.beyond:
+                    pass    # below the maximum depth only declarative (per-field) rules run
                 elif name in self.names:
                     self.errors.append(duplicate(tpath.child("name"), name))
                 else:
@@ -187,14 +190,24 @@ class _TreeWalk:
                 self.composite(t, old_t, tpath, depth, top or tpath)
 
     def composite(self, t: dict, old_t: dict | None, tpath: Path, depth: int, top: Path) -> None:
-        children = len(t.get("podGroupTemplates") or []) + len(t.get("compositePodGroupTemplates") or [])
-        self.errors += composite.validate_children(children, tpath, t.get("name"))
+        if not self.beyond:
+            children = len(t.get("podGroupTemplates") or []) + len(t.get("compositePodGroupTemplates") or [])
+            self.errors += composite.validate_children(children, tpath, t.get("name"))
         own_depth = depth + 1  # a top-level composite is at depth 1; leaves may sit at depth 4
-        if t.get("compositePodGroupTemplates") and own_depth + 1 >= MAX_DEPTH:
-            # Reported once, at the top-level composite, as upstream does; not descended further.
+        if t.get("compositePodGroupTemplates") and own_depth + 1 >= MAX_DEPTH and not self.beyond:
+            # Reported once, at the top-level composite, as the hand-written validator
+            # does and stops; declarative validation still judges every deeper
+            # template's own fields (kube-apiserver reports both), so the walk goes on
+            # with the hand-written tree rules off. MAX_TEMPLATES bounds each level.
             self.errors.append(invalid(top, (t.get("name") or ""), f"maximum template hierarchy depth is {MAX_DEPTH}"))
-            self.template_list(t, old_t, "podGroupTemplates", tpath, leaf=True, depth=depth + 1, top=top)
+            self.beyond = True
+            try:
+                self.lists(t, old_t, tpath, depth + 1, top)
+            finally:
+                self.beyond = False
             return
+        if depth + 1 > MAX_DEPTH * 8:
+            return  # hostile nesting: bounded work (the depth error is already reported)
         self.lists(t, old_t, tpath, depth + 1, top)
 
 
