@@ -98,6 +98,8 @@ GATES_OFF = [
     ("DRAWorkloadResourceClaims", podgroup(resourceClaims=[{"name": "g", "resourceClaimName": "g"}]),
      {("Forbidden", "spec.resourceClaims")}),
     ("PodGroupPreemptionPolicy", podgroup(preemptionPolicy="Never"), {("Forbidden", "spec.preemptionPolicy")}),
+    ("DRAWorkloadResourceClaims", workload([template(resourceClaims=[{"name": "g", "resourceClaimName": "g"}])]),
+     {("Forbidden", f"{T0}.resourceClaims")}),
     ("CompositePodGroup", podgroup(parentCompositePodGroupName="p", workloadRef={"workloadName": "w", "templateName": "t"}),
      {("Forbidden", "spec.parentCompositePodGroupName")}),
 ]

@@ -1,0 +1,61 @@
+"""The real server with a cluster that never answers (a loopback listener that
+accepts and stays silent): readiness says "syncing" (503) instead of lying,
+and a Pod lookup gives up within the lookup timeout with a warning, counted
+as unavailable, instead of holding the admission call."""
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from tests.server.harness import Server, admission_request
+from tests.unit.helpers import pod
+
+
+@pytest.fixture
+def silent_apiserver():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held, stop = [], threading.Event()
+
+    def accept():
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                pass
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    thread.join(2)
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+def test_readiness_and_lookups_with_a_silent_api_server(tmp_path, silent_apiserver):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{silent_apiserver}",
+                                               "insecure-skip-tls-verify": True}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}]}))
+    with Server(str(tmp_path), extra=["--cluster", "kubeconfig", "--kubeconfig", str(kubeconfig),
+                                      "--lookup-timeout", "1"]) as server:
+        status, _, body = server.get("/readyz")
+        assert status == 503 and json.loads(body)["cluster"] == "syncing"
+        started = time.monotonic()
+        status, review = server.review("/mutate", admission_request(pod({"scheduling.k8s.io/pod-group": "pg"})))
+        elapsed = time.monotonic() - started
+        r = review["response"]
+        assert status == 200 and r["allowed"] is True and "patch" in r       # joined, claims not injected
+        assert any("not looked up" in w for w in r["warnings"]), r["warnings"]
+        assert elapsed < 10, f"the lookup held the call {elapsed:.1f} s"    # bounded by the 1 s timeout
+        _, _, metrics = server.get("/metrics")
+        assert 'workload_webhook_cluster_lookups_total{resource="podgroups",source="unavailable"} 1.0' in \
+            metrics.decode()
