@@ -75,3 +75,27 @@ def test_410_gone_from_a_real_watch_relists_and_keeps_serving(etcd_backed):
         assert informer.store.get("default", "before") is not None
     finally:
         informer.stop()
+
+
+def test_a_cluster_serving_only_v1alpha3_is_watched_in_v1alpha3(bin_dir, tmp_path_factory):
+    """Discovery falls back to v1alpha3 when v1beta1 is not served, and lookups use it."""
+    cp = ControlPlane(bin_dir, tmp_path_factory.mktemp("alpha-only"),
+                      runtime_config=("scheduling.k8s.io/v1alpha3=true",))
+    cp.start()
+    try:
+        obj = json.loads(_pg("alpha"))
+        obj["apiVersion"] = "scheduling.k8s.io/v1alpha3"
+        _kubectl(cp, "create", "-f", "-", stdin=json.dumps(obj))
+        from webhook.cluster.cache import ClusterCache
+        cache = ClusterCache(api_client("kubeconfig", cp.kubeconfig("admin")), timeout=2.0).start()
+        try:
+            deadline = time.monotonic() + 30
+            while not cache.synced["podgroups"] and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert cache.informers["podgroups"].version == "v1alpha3"
+            assert cache.podgroup("default", "alpha")["metadata"]["name"] == "alpha"
+            assert cache.podgroup("default", "missing") is None       # a real 404 in v1alpha3: not found
+        finally:
+            cache.stop()
+    finally:
+        cp.stop()
