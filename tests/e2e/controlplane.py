@@ -396,20 +396,40 @@ class ControlPlane:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         _live.add(self)
         t0 = time.monotonic()
-        try:
-            self.etcd_port, self.etcd_peer_port, self.port = free_ports(3)
-            self._init_pki()
-            self._start_etcd()
-            self._wait_etcd(t0 + self.startup_timeout)
-            self._start_apiserver()
-            self.add_user("admin", ["system:masters"])
-            self.add_user("alice")
-            self._wait_apiserver(t0 + self.startup_timeout)
-        except BaseException:
-            self.stop()
-            raise
+        for attempt in range(3):
+            try:
+                # Free when picked; another process may take one before etcd or
+                # kube-apiserver binds it: then start over on new ports.
+                self.etcd_port, self.etcd_peer_port, self.port = free_ports(3)
+                self._init_pki()
+                self._start_etcd()
+                self._wait_etcd(t0 + self.startup_timeout)
+                self._start_apiserver()
+                self.add_user("admin", ["system:masters"])
+                self.add_user("alice")
+                self._wait_apiserver(t0 + self.startup_timeout)
+                break
+            except ControlPlaneError:
+                self.stop()
+                if attempt == 2 or not self._port_taken():
+                    raise
+                _live.add(self)
+                shutil.rmtree(self.etcd_data_dir, ignore_errors=True)
+                self._etcd = self._apiserver = None
+            except BaseException:
+                self.stop()
+                raise
         self.startup_seconds = time.monotonic() - t0
         return self
+
+    def _port_taken(self) -> bool:
+        for log in (self.etcd_log, self.apiserver_log):
+            try:
+                if "address already in use" in log.read_text(errors="replace"):
+                    return True
+            except OSError:
+                pass
+        return False
 
     def stop(self) -> None:
         """SIGTERM both processes, SIGKILL after ``stop_grace`` s. Idempotent."""

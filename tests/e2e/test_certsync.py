@@ -2,6 +2,7 @@
 replicas racing to create the Secret (the loser gets a real 409 and adopts the
 winner's certificates), and a service that may read but not create its
 Secret (a real 403, answered with what to do)."""
+import os
 import time
 import uuid
 
@@ -62,3 +63,25 @@ def test_a_missing_secret_it_may_not_create_is_a_clear_error(cluster, kubectl, n
     with pytest.raises(RuntimeError, match="is missing and this service may not create it; `helm upgrade` restores it"):
         sync.step()
     assert not (tmp_path / "tls.crt").exists()
+
+
+def test_healthz_fails_over_https_when_the_sync_loop_stalls(cluster, namespace, tmp_path):
+    """The served /healthz follows the master's sync loop: a heartbeat older than
+    three intervals plus a minute (a stalled loop) makes it 503, so the kubelet
+    restarts the pod."""
+    from tests.server.harness import Server
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"certificates": {
+        "mode": "secret", "secret": f"{namespace}/ww-heartbeat", "webhookConfiguration": "no-such-webhook",
+        "checkIntervalSeconds": 30, "graceSeconds": 90}}))
+    workdir = tmp_path / "serve"
+    workdir.mkdir()
+    with Server(str(workdir), config=str(config),
+                extra=["--cluster", "kubeconfig", "--kubeconfig", cluster.kubeconfig("admin")]) as server:
+        assert server.get("/healthz")[0] == 200
+        heartbeat = os.path.join(server.cert_dir, ".sync-heartbeat")
+        assert os.path.exists(heartbeat)
+        an_hour_ago = time.time() - 3600
+        os.utime(heartbeat, (an_hour_ago, an_hour_ago))
+        status, _, body = server.get("/healthz")
+        assert status == 503 and b"certificate sync has stalled" in body

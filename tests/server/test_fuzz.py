@@ -16,7 +16,7 @@ import time
 import jsonpatch
 
 from tests.server.harness import REPO, Server
-from tests.unit.helpers import composite_podgroup, groupjob, pod, podgroup, template, trainjob, workload
+from tests.unit.helpers import composite_podgroup, groupjob, node_paths, pod, podgroup, template, trainjob, workload
 
 REVIEWS = int(os.environ.get("WW_FUZZ_REVIEWS", 100_000))
 CLIENTS = 4
@@ -58,20 +58,10 @@ def _value(rng: random.Random, depth: int = 0):
                        "all", "x" * 300, "ÿ\u0000", "1e400"])
 
 
-def _paths(obj, prefix=()):
-    yield prefix
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _paths(v, prefix + (i,))
-
-
 def _corrupt(rng: random.Random, seed: dict) -> object:
     obj = copy.deepcopy(seed)
     for _ in range(rng.randint(0, 3)):
-        paths = [p for p in _paths(obj) if p and p[0] not in ("apiVersion", "kind")]
+        paths = [p for p in node_paths(obj) if p and p[0] not in ("apiVersion", "kind")]
         if not paths or not isinstance(obj, dict):
             break
         path = rng.choice(paths)

@@ -120,3 +120,14 @@ def with_(obj: dict, path: str, value: Any) -> dict:
         node = node.setdefault(k, {})
     node[keys[-1]] = value
     return out
+
+
+def node_paths(obj: Any, prefix: tuple = ()):
+    """Every path into a JSON value (as tuples of keys and indices), the root first."""
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from node_paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from node_paths(v, prefix + (i,))

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from webhook import engine
 from webhook.cluster.view import StaticView
 from webhook.errors import FieldError
-from tests.unit.helpers import config, groupjob, pod, podgroup, template, trainjob, workload
+from tests.unit.helpers import config, groupjob, node_paths, pod, podgroup, template, trainjob, workload
 
 CFG = config(pods={"claimsToContainers": "all"})
 
@@ -32,16 +32,6 @@ SEEDS = [
 ]
 
 
-def _paths(obj, prefix=()):
-    yield prefix
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _paths(v, prefix + (i,))
-
-
 def _replace(obj, path, value):
     if not path:
         return value
@@ -57,7 +47,7 @@ def _replace(obj, path, value):
 def corrupted(draw):
     """A valid seed with one node anywhere replaced by arbitrary JSON."""
     seed = draw(st.sampled_from(SEEDS))
-    paths = [p for p in _paths(seed) if p[:1] != ("apiVersion",) and p[:1] != ("kind",)]
+    paths = [p for p in node_paths(seed) if p[:1] != ("apiVersion",) and p[:1] != ("kind",)]
     path = draw(st.sampled_from(paths))
     return seed, _replace(seed, path, draw(json_values))
 
@@ -112,7 +102,7 @@ def test_corrupted_updates_never_raise(new, old):
 def same_kind_updates(draw):
     """An UPDATE whose old and new objects are both corruptions of the same seed."""
     seed = draw(st.sampled_from(SEEDS))
-    paths = [p for p in _paths(seed) if p[:1] not in (("apiVersion",), ("kind",))]
+    paths = [p for p in node_paths(seed) if p[:1] not in (("apiVersion",), ("kind",))]
     new = _replace(seed, draw(st.sampled_from(paths)), draw(json_values))
     old = _replace(seed, draw(st.sampled_from(paths)), draw(json_values))
     return seed, new, old
