@@ -3,7 +3,7 @@ route exactly this service's objects to it: scheduling.k8s.io objects, every
 configured target CRD, and only the Pods that name a pod group (matchConditions),
 never in kube-system or the webhook's own namespace; plus, with
 `pods.validation: policy` (the default), the in-process policy that checks the
-final Pod (webhook.pod_policy) instead of a validating webhook call."""
+final Pod (webhook.vap.pod_membership) instead of a validating webhook call."""
 from __future__ import annotations
 
 import base64
@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 
 from webhook.config import Config
-from webhook.pod_policy import policy_objects
+from webhook.vap.pod_membership import policy_objects
 
 SUFFIX = "workload-webhook.k8s.io"
 SCHEDULING_RESOURCES = ("workloads", "podgroups", "podgroups/status", "compositepodgroups",

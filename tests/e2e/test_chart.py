@@ -110,7 +110,7 @@ def test_chart_config_is_what_the_service_loads_and_webhooks_match_the_service(c
         chart_doc = next(d for d in docs if d["kind"] == kind)
         ours = next(d for d in expected if d["kind"] == kind)
         assert essence(chart_doc) == essence(ours), kind
-    # The Pod membership policy (webhook/pod_policy.py) and its binding, as the chart renders them.
+    # The Pod membership policy (webhook/vap/pod_membership.py) and its binding, as the chart renders them.
     for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
         chart_doc = next(d for d in docs if d["kind"] == kind)
         ours = next(d for d in expected if d["kind"] == kind)

@@ -1,5 +1,5 @@
 """POD-3 on the final Pod as a ValidatingAdmissionPolicy in the real
-kube-apiserver (webhook.pod_policy): the CEL agrees with the webhook's rule.
+kube-apiserver (webhook.vap.pod_membership): the CEL agrees with the webhook's rule.
 A second copy of the policy, for another group label and bound to nothing but
 that label, shows the policy alone deciding (the mutating webhook never looks
 at that label)."""
@@ -11,7 +11,7 @@ import yaml
 
 from tests.unit.helpers import pod
 from webhook import config as config_mod
-from webhook.pod_policy import policy_objects
+from webhook.vap.pod_membership import policy_objects
 from webhook.registration import pod_match_condition
 
 LABEL = "example.com/group"

@@ -1,0 +1,1 @@
+"""Rules as ValidatingAdmissionPolicies (CEL): checks kube-apiserver runs in-process."""
