@@ -94,3 +94,51 @@ def test_server_settings_precedence():
 def test_server_settings_refuse_bad_values(env):
     with pytest.raises(config.ConfigError):
         cli.server_settings(config.Config(), ns(), environ=env)
+
+
+def test_informer_backs_off_against_a_server_that_drops_every_connection(tmp_path):
+    """A loopback listener that accepts and closes at once: the informer keeps
+    retrying, with a doubling pause, not in a tight loop (counted connections)."""
+    import json as _json
+    import socket
+    import threading
+    import time as _time
+
+    from kubernetes import client
+    from webhook.cluster.cache import Informer, api_client
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    listener.settimeout(0.1)
+    accepted, stop = [], threading.Event()
+
+    def drop_all():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+                accepted.append(_time.monotonic())
+                conn.close()
+            except OSError:
+                pass
+    threading.Thread(target=drop_all, daemon=True).start()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(_json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{listener.getsockname()[1]}",
+                                               "insecure-skip-tls-verify": True}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}]}))
+    informer = Informer(client.CustomObjectsApi(api_client("kubeconfig", str(kubeconfig))), "podgroups",
+                        ("v1beta1",))
+    informer.start()
+    try:
+        _time.sleep(4.0)
+    finally:
+        informer.stop()
+        stop.set()
+        listener.close()
+    assert not informer.store.synced
+    # Pauses of 0.5, 1 and 2 s fit about four rounds in 4 s (urllib3 may retry a round a few times);
+    # a loop without backoff would open hundreds.
+    assert 2 <= len(accepted) <= 24, len(accepted)
