@@ -1,4 +1,5 @@
-"""A fuzz of generated admission reviews against the real server: every kind
+"""A fuzz of generated admission reviews against the real server (its own
+layer: it takes minutes, tests/server seconds): every kind
 it judges (and others), every operation, random types, huge strings, deep
 nesting, broken envelopes. No answer may be a 5xx; every patch applies
 (jsonpatch) and is idempotent (the patched object, sent again, gets no patch);
