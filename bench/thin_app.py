@@ -14,9 +14,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from webhook.server import worker  # noqa: E402
+from gevent import monkey  # noqa: E402
 
-worker.patch()
+monkey.patch_all()          # as `serve` does, before gunicorn imports ssl
 
 from flask import Flask, Response, request  # noqa: E402
 

@@ -171,9 +171,10 @@ def server_settings(cfg: config_mod.Config, args: argparse.Namespace, environ=No
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    # First, before anything imports ssl: connections and lookups become greenlets.
-    from webhook.server import worker
-    worker.patch()
+    # First, before anything imports ssl (gunicorn does): connections, the certificate
+    # sync and the watch caches' API calls become greenlets (webhook.server.worker).
+    from gevent import monkey
+    monkey.patch_all()
     import os
     import tempfile
     cfg = _load_config(args.config or os.environ.get(ENV_PREFIX + "CONFIG"))

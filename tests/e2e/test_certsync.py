@@ -65,7 +65,7 @@ def test_a_missing_secret_it_may_not_create_is_a_clear_error(cluster, kubectl, n
     assert not (tmp_path / "tls.crt").exists()
 
 
-def test_healthz_fails_over_https_when_the_sync_loop_stalls(cluster, namespace, tmp_path):
+def test_ADM_7_healthz_fails_over_https_when_the_sync_loop_stalls(cluster, namespace, tmp_path):
     """The served /healthz follows the master's sync loop: a heartbeat older than
     three intervals plus a minute (a stalled loop) makes it 503, so the kubelet
     restarts the pod."""

@@ -69,7 +69,7 @@ def test_ADM_4_dry_run_server_same_verdict_stores_nothing(webhook, kubectl, name
     assert not kubectl.exists("trainjob", "dry-bad", namespace)
 
 
-def test_update_of_an_object_near_etcds_size_limit_is_admitted(webhook, kubectl, namespace):
+def test_ADM_6_update_of_an_object_near_etcds_size_limit_is_admitted(webhook, kubectl, namespace):
     """An UPDATE carries the object twice (object and oldObject): 2 x 1.43 MiB
     plus the envelope is over the former 3 MiB body limit, under the 7 MiB one."""
     big = tj(namespace, "big", {"schedulingPolicy": {"gang": {"minCount": 2}}}, replicas=2)

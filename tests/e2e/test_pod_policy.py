@@ -23,7 +23,7 @@ def _pod(namespace, name, labels=None, group=None):
     return p
 
 
-def test_membership_policy_in_kube_apiserver(webhook, kubectl, namespace):
+def test_POD_3_membership_policy_in_kube_apiserver(webhook, kubectl, namespace):
     cfg = dataclasses.replace(config_mod.Config(), groupLabel=LABEL)
     docs = policy_objects(cfg, f"e2e-{namespace}", ["kube-system"], pod_match_condition(cfg))
     docs[0]["spec"]["matchConstraints"]["namespaceSelector"] = {

@@ -165,7 +165,7 @@ CHUNKED_HEAD = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: ap
                 b"Transfer-Encoding: chunked\r\n\r\n")
 
 
-def test_malformed_chunk_size_is_a_400_not_a_500(server):
+def test_ADM_6_malformed_chunk_size_is_a_400_not_a_500(server):
     status, body = _raw_request(server, CHUNKED_HEAD, [b"zz\r\n{}\r\n0\r\n\r\n"])
     assert status == 400, body
     assert "could not be read" in json.loads(body)["error"]
@@ -180,7 +180,7 @@ def test_chunked_body_is_judged(server):
     assert status == 200 and json.loads(body)["response"]["allowed"] is True
 
 
-def test_chunked_body_over_the_limit_is_a_readable_413(server):
+def test_ADM_6_chunked_body_over_the_limit_is_a_readable_413(server):
     # The module's server runs with --max-body-bytes 1048576.
     chunk = b"x" * 65536
     parts = [b"%x\r\n" % len(chunk) + chunk + b"\r\n"] * 20 + [b"0\r\n\r\n"]
@@ -188,7 +188,7 @@ def test_chunked_body_over_the_limit_is_a_readable_413(server):
     assert status == 413 and "larger than 1048576 bytes" in json.loads(body)["error"]
 
 
-def test_declared_body_over_the_limit_is_read_then_answered_413(server):
+def test_ADM_6_declared_body_over_the_limit_is_read_then_answered_413(server):
     size = 2 * 1048576
     head = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\n\r\n" % size)
@@ -197,7 +197,7 @@ def test_declared_body_over_the_limit_is_read_then_answered_413(server):
     assert "body over 1048576 bytes" in server.log()
 
 
-def test_body_that_stops_short_is_a_400(server):
+def test_ADM_6_body_that_stops_short_is_a_400(server):
     head = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"Content-Length: 5000\r\nConnection: close\r\n\r\n")
     s = _tls(server)
@@ -219,7 +219,7 @@ def test_body_that_stops_short_is_a_400(server):
     assert "Traceback" not in server.log()
 
 
-def test_default_limit_admits_an_update_of_two_objects_at_etcd_size(tmp_path):
+def test_ADM_6_default_limit_admits_an_update_of_two_objects_at_etcd_size(tmp_path):
     """etcd's 1.5 MiB object limit, twice (object and oldObject), plus the envelope."""
     big = "x" * (1536 * 1024)
     obj = trainjob({"schedulingPolicy": {"gang": {"minCount": 2}}}, replicas=4)

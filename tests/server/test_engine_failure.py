@@ -19,7 +19,7 @@ engine.validate = validate
 '''
 
 
-def test_engine_exception_is_an_internal_error_not_a_verdict(tmp_path):
+def test_ADM_6_engine_exception_is_an_internal_error_not_a_verdict(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(INJECT)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.server.harness import Server, admission_request
-from tests.unit.helpers import pod
+from tests.unit.helpers import kubeconfig_to, pod
 
 
 @pytest.fixture
@@ -37,14 +37,9 @@ def silent_apiserver():
     listener.close()
 
 
-def test_readiness_and_lookups_with_a_silent_api_server(tmp_path, silent_apiserver):
+def test_ADM_7_POD_5_readiness_and_lookups_with_a_silent_api_server(tmp_path, silent_apiserver):
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{silent_apiserver}",
-                                               "insecure-skip-tls-verify": True}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}]}))
+    kubeconfig.write_text(kubeconfig_to(f"https://127.0.0.1:{silent_apiserver}"))
     with Server(str(tmp_path), extra=["--cluster", "kubeconfig", "--kubeconfig", str(kubeconfig),
                                       "--lookup-timeout", "1"]) as server:
         status, _, body = server.get("/readyz")

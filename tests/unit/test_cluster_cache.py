@@ -99,13 +99,13 @@ def test_server_settings_refuse_bad_values(env):
 def test_informer_backs_off_against_a_server_that_drops_every_connection(tmp_path):
     """A loopback listener that accepts and closes at once: the informer keeps
     retrying, with a doubling pause, not in a tight loop (counted connections)."""
-    import json as _json
     import socket
     import threading
     import time as _time
 
     from kubernetes import client
     from webhook.cluster.cache import Informer, api_client
+    from tests.unit.helpers import kubeconfig_to
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -123,12 +123,7 @@ def test_informer_backs_off_against_a_server_that_drops_every_connection(tmp_pat
                 pass
     threading.Thread(target=drop_all, daemon=True).start()
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(_json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{listener.getsockname()[1]}",
-                                               "insecure-skip-tls-verify": True}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}]}))
+    kubeconfig.write_text(kubeconfig_to(f"https://127.0.0.1:{listener.getsockname()[1]}"))
     informer = Informer(client.CustomObjectsApi(api_client("kubeconfig", str(kubeconfig))), "podgroups",
                         ("v1beta1",))
     informer.start()

@@ -264,3 +264,20 @@ def test_PG_2_switch_off():
 def test_WL_1_depth_error_detail():
     err = check(workload(composites=[nested(4)])).errors[0]
     assert err.detail == "maximum template hierarchy depth is 4"
+
+
+def test_WL_1_below_the_maximum_depth_only_declarative_rules_run():
+    """Past the depth limit kube-apiserver's hand-written validator stops (one
+    depth error) while declarative validation still judges each deeper
+    template's own fields; tree-wide name uniqueness is the hand-written part."""
+    deep = nested(5)
+    node = deep
+    while node.get("compositePodGroupTemplates"):
+        node = node["compositePodGroupTemplates"][0]
+    node["podGroupTemplates"][0]["schedulingPolicy"] = {}          # a union with no member, at depth 6
+    node["podGroupTemplates"].append(template("c1"))                # "c1" is also the top composite's name
+    errors = {(e.type, str(e.field)) for e in check(workload(composites=[deep])).errors}
+    leaf = "spec" + ".compositePodGroupTemplates[0]" * 5 + ".podGroupTemplates[0].schedulingPolicy"
+    assert ("Invalid", "spec.compositePodGroupTemplates[0]") in errors          # the depth error, once
+    assert ("Invalid", leaf) in errors                                           # the deep union error
+    assert not any(t == "Duplicate" for t, _ in errors)

@@ -127,7 +127,7 @@ def test_same_kind_updates_never_raise(case):
                               st.none(), st.just({}), st.just({"claims": None}),
                               st.just({"claims": [{"name": "g"}]}))})), max_size=3),
        st.sampled_from(["labels-null", "labels", "no-meta-labels"]), st.booleans())
-def test_pod_patches_apply_and_are_idempotent(labels, pod_claims, containers, meta_shape, field):
+def test_POD_6_pod_patches_apply_and_are_idempotent(labels, pod_claims, containers, meta_shape, field):
     """Pods in every shape the patch builder distinguishes (labels missing/null,
     claims missing/partial/conflicting, containers with and without resources)."""
     p = pod(labels, containers=containers, **({"resourceClaims": pod_claims} if pod_claims else {}),

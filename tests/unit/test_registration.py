@@ -12,7 +12,7 @@ def _by_kind(docs):
     return {d["kind"]: d for d in docs}
 
 
-def test_default_checks_pods_by_policy():
+def test_POD_3_default_checks_pods_by_policy():
     docs = _by_kind(configurations(config_mod.Config(), ENDPOINT))
     assert [h["name"] for h in docs["ValidatingWebhookConfiguration"]["webhooks"]] == [
         "scheduling.validate.workload-webhook.k8s.io"]
@@ -25,7 +25,7 @@ def test_default_checks_pods_by_policy():
         "policyName": "workload-webhook-pod-membership", "validationActions": ["Deny"]}
 
 
-def test_pods_validation_webhook_restores_the_validating_call():
+def test_POD_3_pods_validation_webhook_restores_the_validating_call():
     cfg = config_mod.from_dict({"pods": {"validation": "webhook"}})
     docs = configurations(cfg, ENDPOINT)
     assert {d["kind"] for d in docs} == {"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}

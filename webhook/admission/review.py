@@ -122,13 +122,13 @@ def encode(answer: dict) -> bytes:
     return orjson.dumps(answer)
 
 
-def _cut(text: str, limit: int = MAX_CAUSE_CHARS) -> str:
+def cut(text: str, limit: int = MAX_CAUSE_CHARS) -> str:
+    """`text` in at most `limit` characters (an ellipsis marks the cut)."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _warning(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= MAX_WARNING_CHARS else text[: MAX_WARNING_CHARS - 1] + "…"
+    return cut(" ".join(text.split()), MAX_WARNING_CHARS)
 
 
 def respond(uid: str, verdict: Verdict, review: Review | None = None) -> dict:
@@ -138,13 +138,13 @@ def respond(uid: str, verdict: Verdict, review: Review | None = None) -> dict:
     if not verdict.allowed:
         errors = verdict.errors
         shown = errors[:MAX_CAUSES]
-        message = "; ".join(_cut(str(e)) for e in shown)
+        message = "; ".join(cut(str(e)) for e in shown)
         if len(errors) > len(shown):
             message += f"; and {len(errors) - len(shown)} more errors"
         details: dict[str, Any] = {}
         if review is not None:
             details = {"name": review.name or None, "group": review.request.group or None, "kind": review.request.kind}
-        details["causes"] = [{"field": _cut(str(e.field)), "reason": e.reason, "message": _cut(e.body())} for e in shown]
+        details["causes"] = [{"field": cut(str(e.field)), "reason": e.reason, "message": cut(e.body())} for e in shown]
         response["status"] = {"status": "Failure", "code": 422, "reason": "Invalid", "message": message,
                               "details": {k: v for k, v in details.items() if v is not None}}
     elif verdict.patch:

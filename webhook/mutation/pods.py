@@ -112,14 +112,11 @@ def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) 
         if isinstance(meta, dict):
             additions.add_members(ops, labels, ("metadata", "labels"), labels_wanted)
         else:
-            ops.append({"op": "add", "path": "/metadata", "value": {"labels": labels_wanted}})
-    if not isinstance(spec, dict):
-        if claims_wanted:
-            spec_wanted["resourceClaims"] = claims_wanted
-        additions.add_members(ops, spec, ("spec",), spec_wanted)
-    else:
-        for key, value in spec_wanted.items():
-            ops.append({"op": "add", "path": additions.pointer("spec", key), "value": value})
+            additions.add_members(ops, meta, ("metadata",), {"labels": labels_wanted})
+    if not isinstance(spec, dict) and claims_wanted:
+        spec_wanted["resourceClaims"] = claims_wanted       # a missing spec gets everything in one add
+    additions.add_members(ops, spec, ("spec",), spec_wanted)
+    if isinstance(spec, dict):
         additions.append_items(ops, spec.get("resourceClaims"), ("spec", "resourceClaims"), claims_wanted)
         for i, missing in container_claims.items():
             resources = spec["containers"][i].get("resources")
@@ -127,8 +124,7 @@ def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) 
                 additions.append_items(ops, resources.get("claims"), ("spec", "containers", i, "resources", "claims"),
                                        missing)
             else:
-                ops.append({"op": "add", "path": additions.pointer("spec", "containers", i, "resources"),
-                            "value": {"claims": missing}})
+                additions.add_members(ops, resources, ("spec", "containers", i, "resources"), {"claims": missing})
     out.ops = ops
     return out
 
@@ -167,9 +163,13 @@ def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: PodO
                    claims_wanted: list[dict], container_claims: dict[int, list[dict]]) -> None:
     """The group's claims the Pod lacks (POD-4), into `claims_wanted` and, with
     claimsToContainers: all, each container's missing claim names."""
-    # A claim without a name cannot be matched on the next call: skipped, so mutating twice adds nothing.
-    group_claims = [c for c in ((podgroup.get("spec") or {}).get("resourceClaims") or [])
-                    if isinstance(c, dict) and isinstance(c.get("name"), str) and c["name"]]
+    # A claim without a name cannot be matched on the next call: skipped, so mutating twice adds nothing;
+    # a name listed twice (the API server refuses that, a stale cache may not) counts once.
+    group_claims: list[dict] = []
+    for c in (podgroup.get("spec") or {}).get("resourceClaims") or []:
+        if isinstance(c, dict) and isinstance(c.get("name"), str) and c["name"] \
+                and all(g["name"] != c["name"] for g in group_claims):
+            group_claims.append(c)
     if not group_claims:
         return
     pod_claims = spec.get("resourceClaims") or []
@@ -178,8 +178,7 @@ def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: PodO
     for gc in group_claims:
         i = by_name.get(gc["name"])
         if i is None:
-            if all(a["name"] != gc["name"] for a in added):
-                added.append({k: gc[k] for k in ("name", *claims.REFS) if gc.get(k)})
+            added.append({k: gc[k] for k in ("name", *claims.REFS) if gc.get(k)})
         elif claims.reference(pod_claims[i]) != claims.reference(gc):
             ref = next((f"{k}: {gc[k]}" for k in claims.REFS if gc.get(k)), "no reference")
             out.errors.append(invalid(Path("spec", "resourceClaims", i), pod_claims[i],
@@ -193,6 +192,5 @@ def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: PodO
             resources = container.get("resources") or {}
             have = {c.get("name") for c in resources.get("claims") or []}
             missing = [{"name": gc["name"]} for gc in group_claims if gc["name"] not in have]
-            missing = [m for j, m in enumerate(missing) if m not in missing[:j]]
             if missing:
                 container_claims[i] = missing

@@ -8,6 +8,8 @@ import sys
 import time
 from typing import Any
 
+from webhook.admission.review import cut
+
 _FIELDS = ("uid", "endpoint", "kind", "operation", "namespace", "object", "verdict", "latency_ms", "dry_run",
            "status", "reason", "errors", "warnings")
 
@@ -19,9 +21,7 @@ MAX_ERRORS_LOGGED = 5
 def bounded(value: Any, limit: int = MAX_FIELD_CHARS) -> Any:
     """A string from a request, cut to `limit` characters: a 200,000-character
     name must not make a 200 KB log line."""
-    if isinstance(value, str) and len(value) > limit:
-        return value[: limit - 1] + "…"
-    return value
+    return cut(value, limit) if isinstance(value, str) else value
 
 
 def request_fields(parsed, endpoint: str, outcome: str, elapsed: float, verdict) -> dict:

@@ -19,10 +19,10 @@ connection the kernel accepted is answered, not reset; then it stops accepting
 and finishes what is in flight within gunicorn's graceful timeout.
 
 The Flask app runs unchanged; CPU work is one request at a time per worker, as
-it was under the GIL with threads. `patch()` must run before anything imports
-ssl (the `serve` command calls it first), so that the master's certificate
-sync, the workers' watch caches and their API lookups all cooperate with the
-event loop instead of blocking it.
+it was under the GIL with threads. gevent's monkey patching must run before
+anything imports ssl, gunicorn included (the `serve` command does it first),
+so that the master's certificate sync, the workers' watch caches and their
+API lookups all cooperate with the event loop instead of blocking it.
 """
 from __future__ import annotations
 
@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from functools import partial
 
 import gevent
-from gevent import monkey
 from gevent.pool import Pool
 from gevent.server import StreamServer
 from gunicorn import util
@@ -41,10 +40,6 @@ from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
 IO_SLACK_SECONDS = 5.0
-
-
-def patch() -> None:
-    monkey.patch_all()
 
 
 @dataclass
@@ -62,7 +57,7 @@ class BoundedWorker(GeventWorker):
     from disk) and bounded handshake, head and idle time."""
 
     def init_process(self) -> None:
-        from webhook import certs     # after patch(): the context is gevent's
+        from webhook import certs     # after monkey patching: the context is gevent's
         self.tls = certs.ReloadingContext(self.cfg.certfile, self.cfg.keyfile)
         super().init_process()
 
