@@ -18,7 +18,7 @@ import pytest
 import yaml
 from cryptography import x509
 
-from tests.server.harness import REPO, Server
+from tests.server.harness import REPO, PortTaken, Server
 from webhook import config as config_mod
 from webhook.registration import Endpoint, configurations
 
@@ -189,7 +189,21 @@ def secret_ca(kubectl) -> bytes:
     return base64.b64decode(data.get("ca-signing.crt", ""))
 
 
-def local_service(workdir, kubectl, kubeconfig, port) -> Server:
+def local_service(cluster, workdir, kubectl, kubeconfig, port) -> tuple[Server, int]:
+    """The chart's service, run here on the port its webhook URL names. If another
+    process took that port meanwhile, the release is pointed at a new one."""
+    for _ in range(3):
+        server = _service_on(workdir, kubectl, kubeconfig, port)
+        try:
+            return server.start(), port
+        except PortTaken:
+            port = Server(workdir).port
+            helm(cluster, "upgrade", RELEASE, CHART, "-n", NS, "--reuse-values",
+                 "--set", f"webhook.url=https://127.0.0.1:{port}")
+    raise RuntimeError("no free port for the chart's service in 3 attempts")
+
+
+def _service_on(workdir, kubectl, kubeconfig, port) -> Server:
     os.makedirs(workdir, exist_ok=True)
     config_path = os.path.join(workdir, "chart-config.yaml")
     with open(config_path, "w") as f:
@@ -233,8 +247,7 @@ def test_install_upgrade_rotate_uninstall(cluster, kubectl, crds, webhook, tmp_p
             assert not can(kubectl, *denied), denied
 
         kubeconfig = sa_kubeconfig(cluster, kubectl, tmp_path / "sa.kubeconfig")
-        server = local_service(str(tmp_path / "svc1"), kubectl, kubeconfig, port)
-        server.start()
+        server, port = local_service(cluster, str(tmp_path / "svc1"), kubectl, kubeconfig, port)
         first_ca = secret_ca(kubectl)
         assert first_ca, "the service did not fill the chart's Secret"
         hook = json.loads(kubectl("get", "validatingwebhookconfiguration", FULLNAME, "-o", "json").stdout)
@@ -275,8 +288,7 @@ def test_install_upgrade_rotate_uninstall(cluster, kubectl, crds, webhook, tmp_p
         assert len(loop.results) > 20 and loop.failures() == [], loop.failures()[:3]
         # The rollout: the service restarts with the upgraded configuration.
         server.stop()
-        server = local_service(str(tmp_path / "svc2"), kubectl, kubeconfig, port)
-        server.start()
+        server, port = local_service(cluster, str(tmp_path / "svc2"), kubectl, kubeconfig, port)
         bad_eval = copy.deepcopy(bad) | {"kind": "EvalJob"}
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

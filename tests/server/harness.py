@@ -22,6 +22,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class PortTaken(RuntimeError):
+    """The caller's fixed port was taken by another process before gunicorn bound it."""
+
+
 class Server:
     def __init__(self, workdir: str, config: str | None = None, workers: int = 2, extra: list[str] | None = None,
                  env: dict | None = None):
@@ -49,7 +53,10 @@ class Server:
                                          env=self.env, start_new_session=True)
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
-                if self._port_taken(log_start) and not self.port_fixed and attempt + 1 < port_attempts:
+                if self._port_taken(log_start) and self.port_fixed:
+                    self.stop()
+                    raise PortTaken(self.port)
+                if self._port_taken(log_start) and attempt + 1 < port_attempts:
                     self.stop()
                     self.port = free_port()
                     self.args[self.args.index("--port") + 1] = str(self.port)

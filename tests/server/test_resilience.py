@@ -2,14 +2,16 @@
 real server: bounded loops that stop by themselves."""
 import os
 import signal
+import socket
 import ssl
 import threading
 import time
 
+import pytest
 from cryptography import x509
 
 from webhook import certs
-from tests.server.harness import Server, admission_request
+from tests.server.harness import PortTaken, Server, admission_request
 from tests.unit.helpers import podgroup
 
 
@@ -123,3 +125,20 @@ def test_killed_worker_is_replaced_and_later_requests_succeed(tmp_path):
         in_flight = [f for f in load.failures if killed_at - 0.5 <= f[0] <= settled]
         assert len(load.failures) == len(in_flight) and len(in_flight) <= load.n, load.failures
         assert all(t < settled for t, _ in load.failures)
+
+
+def test_a_fixed_port_taken_by_another_process_is_reported_not_waited_for(tmp_path):
+    """The chart e2e registers a URL first and starts the service on its port
+    after: a port taken meanwhile must surface as PortTaken (the test then moves
+    the registration), never as a 30-second wait or a server on another port."""
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        server = Server(str(tmp_path))
+        server.port, server.port_fixed = squatter.getsockname()[1], True
+        server.args[server.args.index("--port") + 1] = str(server.port)
+        started = time.monotonic()
+        with pytest.raises(PortTaken):
+            server.start()
+        assert time.monotonic() - started < 15
+        assert server.proc.poll() is not None
