@@ -8,10 +8,11 @@ from typing import Any
 
 import yaml
 
-from webhook import formats
+from webhook import formats, profiles
 from webhook.errors import FieldError, Path, invalid
 from webhook.paths import FieldPath, PathSyntaxError
 from webhook.schemas import structural_errors
+from webhook.semantics import Checks, Semantics, Size, parse_checks, parse_semantics, parse_size
 
 DEFAULT_GATES = {
     "GenericWorkload": True,
@@ -41,10 +42,15 @@ class LeafGroup:
     schedulingConstraints: FieldPath | None = None
     disruptionMode: FieldPath | None = None
     resourceClaims: FieldPath | None = None
-    size: FieldPath | None = None
+    size: Size | None = None
+    semantics: Semantics = field(default_factory=Semantics)
 
     def paths(self) -> dict[str, FieldPath]:
-        return {k: v for k in (*BLOCK_KEYS, "size") if (v := getattr(self, k)) is not None}
+        """The block paths and the size paths that fan out with the group."""
+        out = {k: v for k in BLOCK_KEYS if (v := getattr(self, k)) is not None}
+        for i, p in enumerate(self.size.fan_paths() if self.size else ()):
+            out["size" if i == 0 and self.size.path else "size.only"] = p
+        return out
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,8 @@ class Target:
     plural: str | None = None
     groups: tuple[LeafGroup, ...] = ()
     composite: CompositeGroup | None = None
+    checks: Checks = field(default_factory=Checks)
+    profile: str | None = None          # the shipped profile this target came from
 
     @property
     def resource(self) -> str:
@@ -162,10 +170,25 @@ def _check_fanout(paths: dict[str, FieldPath], where: Path, errors: list[FieldEr
                                   f"its `[*]` lists must be a prefix of those of {deepest} (same items, same order)"))
 
 
+def _leaf_group(g: dict, where: Path, errors: list[FieldError]) -> LeafGroup | None:
+    """`at: X` places the four blocks at X.schedulingPolicy, X.schedulingConstraints, ..."""
+    raw = {k: g.get(k) or (f"{g['at']}.{k}" if g.get("at") else None) for k in BLOCK_KEYS}
+    before = len(errors)
+    parsed = {k: _parse_path(v, where.child(k if g.get(k) else "at"), errors) for k, v in raw.items() if v}
+    size = parse_size(g["size"], where.child("size"), errors) if g.get("size") is not None else None
+    semantics = parse_semantics(g, where, errors)
+    if len(errors) > before:
+        return None
+    return LeafGroup(**parsed, size=size, semantics=semantics)
+
+
 def from_dict(data: Any, source: str = "<config>") -> Config:
     if data is None:
         data = {}
     errors = structural_errors("config", data)
+    if errors:
+        raise ConfigError(source, _problems(errors))
+    data = {**data, "targets": [*(data.get("targets") or []), *profiles.expand(data.get("profiles") or [], errors)]}
     if errors:
         raise ConfigError(source, _problems(errors))
 
@@ -175,11 +198,10 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
         groups = []
         for gi, g in enumerate(t.get("groups") or []):
             gpath = tpath.child("groups", gi)
-            parsed = {k: _parse_path(v, gpath.child(k), errors) for k, v in g.items()}
-            if any(v is None for v in parsed.values()):
-                continue
-            _check_fanout(parsed, gpath, errors)
-            groups.append(LeafGroup(**parsed))
+            group = _leaf_group(g, gpath, errors)
+            if group is not None:
+                _check_fanout(group.paths(), gpath, errors)
+                groups.append(group)
         composite = None
         if t.get("composite"):
             cpath = tpath.child("composite")
@@ -189,8 +211,10 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
                     if p.wildcards:
                         errors.append(invalid(cpath.child(name), str(p), "a composite block is one per object: `[*]` is not allowed"))
                 composite = CompositeGroup(**parsed)
+        checks = parse_checks(t.get("checks") or {}, tpath.child("checks"), errors)
         targets.append(Target(group=t["group"], kind=t["kind"], versions=tuple(t.get("versions") or ()),
-                              plural=t.get("plural"), groups=tuple(groups), composite=composite))
+                              plural=t.get("plural"), groups=tuple(groups), composite=composite, checks=checks,
+                              profile=t.get("profile")))
     seen: dict[tuple, int] = {}
     for ti, t in enumerate(targets):
         for v in t.versions or ("*",):

@@ -68,6 +68,7 @@ TYPES = {
     "NotSupported": ("Unsupported value", "FieldValueNotSupported"),
     "TooMany": ("Too many", "FieldValueTooMany"),
     "Duplicate": ("Duplicate value", "FieldValueDuplicate"),
+    "NotFound": ("Not found", "FieldValueNotFound"),
 }
 # Types whose body never prints the bad value (as upstream).
 _NO_VALUE = {"Required", "Forbidden"}

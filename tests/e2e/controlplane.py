@@ -51,6 +51,7 @@ DEFAULT_FEATURE_GATES: dict[str, bool] = {
     "DRAWorkloadResourceClaims": True,  # beta 1.37, default off: resourceClaims
     "CompositePodGroup": True,  # alpha 1.37: CompositePodGroup kind
     "PodGroupPreemptionPolicy": True,  # alpha 1.37: preemptionPolicy
+    "WorkloadWithJob": True,  # alpha 1.37: batch/v1 JobSpec.scheduling (the Job agreement table)
 }
 
 #: API versions that are off by default and must be enabled explicitly.

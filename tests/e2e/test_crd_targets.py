@@ -47,7 +47,7 @@ def test_POL_4_min_count_changes_within_replicas_variant_frozen(webhook, kubectl
     switched["spec"]["scheduling"]["schedulingPolicy"] = {"basic": {}}
     proc = kubectl("replace", "-f", "-", stdin=__import__("yaml").safe_dump(
         {**switched, "metadata": kubectl.get("trainjob", "train", namespace)["metadata"]}), check=False)
-    assert proc.returncode != 0 and "spec.scheduling.schedulingPolicy.basic: Invalid value" in proc.stderr
+    assert proc.returncode != 0 and "spec.scheduling.schedulingPolicy: Invalid value: null: the basic/gang policy variant is immutable" in proc.stderr
     assert "immutable" in proc.stderr
     assert kubectl.get("trainjob", "train", namespace)["spec"]["scheduling"]["schedulingPolicy"] == {"gang": {"minCount": 8}}
 

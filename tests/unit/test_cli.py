@@ -50,7 +50,7 @@ def test_old_makes_an_update_check(tmp_path, capsys):
     new.write_text(yaml.safe_dump(base))
     assert run(capsys, "validate", "-f", str(new), *CFG)[0] == 0
     code, out, _ = run(capsys, "validate", "-f", str(new), "--old", str(old), *CFG)
-    assert code == 1 and "schedulingPolicy.gang: Invalid value" in out and "immutable" in out
+    assert code == 1 and "schedulingPolicy: Invalid value: null" in out and "immutable" in out
 
 
 def test_multidoc_json_and_list(tmp_path, capsys):

@@ -15,10 +15,12 @@ class Mode:
     counts are optional (the controller defaults them) and 0 is Invalid, not
     Required. Core objects mirror kube-apiserver."""
     embedded: bool = False
+    count_required: bool = False     # embedded PodGroup object types: `gang.minCount` is required
 
 
 CORE = Mode(embedded=False)
 EMBEDDED = Mode(embedded=True)
+OBJECT_TYPES = Mode(embedded=True, count_required=True)
 
 
 def union(value: dict, path: Path, members: tuple[str, ...]) -> list[FieldError]:
@@ -71,7 +73,7 @@ def check_no_set_no_unset(new: Any, old: Any, path: Path) -> list[FieldError]:
 def min_count(value: Any, path: Path, mode: Mode, limit: int | None = None, limit_name: str = "") -> list[FieldError]:
     """A required-in-objects / optional-in-CRDs count with minimum 1 (POL-2, CMP-1)."""
     if value is None or (value == 0 and not mode.embedded):
-        return [] if mode.embedded else [FieldError("Required", path)]
+        return [] if mode.embedded and not mode.count_required else [FieldError("Required", path)]
     if value < 1:
         return [invalid(path, value, "must be greater than or equal to 1")]
     if limit is not None and value > limit:

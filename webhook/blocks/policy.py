@@ -53,5 +53,7 @@ def validate_update(new: dict | None, old: dict | None, path: Path, mode: Mode) 
         return errors
     was, now = kind_of(old), kind_of(new)
     if was and now and was != now:
-        return [invalid(path.child(now), OMIT, f"field is immutable: the scheduling policy cannot change from {was} to {now}")]
+        # Where and how a Job reports it (batch validateJobSchedulingUpdate).
+        return [invalid(path, None, f"the basic/gang policy variant is immutable after creation ({was} → {now}); "
+                                    "only schedulingPolicy.gang.minCount may be updated")]
     return []

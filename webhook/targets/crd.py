@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from webhook.blocks import claims, composite, constraints, disruption, policy
-from webhook.blocks.common import EMBEDDED, same
+from webhook.blocks.common import EMBEDDED, OBJECT_TYPES, check_no_set_no_unset, same
 from webhook.config import CompositeGroup, Config, LeafGroup, Target
 from webhook.errors import FieldError, Path, invalid
 from webhook.paths import FieldPath, WrongType, get, get_or_none
+from webhook.semantics import Semantics
+from webhook.targets import bounds, checks, size as sizes
 from webhook.targets.core import Findings
 
 # Per block: (module with shape/validate_update, config key)
@@ -35,10 +37,11 @@ class Block:
 class Instance:
     """One leaf group of an object (one binding of the `[*]` indices)."""
     blocks: dict[str, Block]
-    size: Any = None
-    size_path: Path | None = None
-    old_size: Any = None
+    size: int | None = None
+    size_name: str | None = None        # how messages name the size (a path, or the sum)
+    old_size: int | None = None
     updating: bool = False   # False for a create, and for a list item the stored object did not have
+    holder: Block | None = None         # the field holding the blocks, when it is set-once
 
 
 def _resolve(obj: Any, fp: FieldPath, idx: tuple[int, ...], errors: list[FieldError]) -> tuple[Path, Any, bool]:
@@ -109,25 +112,32 @@ def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[F
             shape = module.shape(value, path) if ok else []
             errors += shape
             inst.blocks[key] = Block(path, value, _old_block(old, paths[key], old_idx, module), ok and not shape)
-        if "size" in paths:
-            inst.size_path, inst.size, _ = _resolve(obj, paths["size"], idx, [])
+        if group.size is not None:
+            inst.size, inst.size_name = sizes.evaluate(obj, group.size, idx)
+            inst.size_name = str(inst.size_name)
             if old_idx is not None:
-                inst.old_size = _resolve(old, paths["size"], old_idx, [])[1]
+                inst.old_size = sizes.evaluate(old, group.size, old_idx)[0]
+        if group.semantics.setOnce is not None:
+            hp = group.semantics.setOnce.concrete(idx)
+            old_holder = get_or_none(old, group.semantics.setOnce.concrete(old_idx)) if old_idx is not None else None
+            inst.holder = Block(hp, get_or_none(obj, hp), old_holder)
         yield inst
 
 
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _validate_leaf(inst: Instance, cfg: Config) -> list[FieldError]:
+def _validate_leaf(inst: Instance, sem: Semantics, cfg: Config) -> list[FieldError]:
     errors: list[FieldError] = []
     updating = inst.updating
     b = inst.blocks
     pol, dis, con, clm = (b.get(k) for k in ("schedulingPolicy", "disruptionMode", "schedulingConstraints", "resourceClaims"))
+    mode = OBJECT_TYPES if sem.minCountRequired else EMBEDDED
+    if updating and inst.holder is not None:
+        # `+k8s:update=NoSet,NoUnset` on the field holding the blocks: that error alone, as kube-apiserver.
+        held = check_no_set_no_unset(inst.holder.value, inst.holder.old, inst.holder.path)
+        if held:
+            return held
     # Create-time rules; on update only for blocks that changed (ratcheting).
     if pol and pol.ok and (not updating or pol.changed):
-        errors += policy.validate(pol.value, pol.path, EMBEDDED, cfg.maxMinCount)
+        errors += policy.validate(pol.value, pol.path, mode, cfg.maxMinCount)
     # Frozen blocks: on update only the change itself is reported (as DV's immutable does).
     if dis and dis.ok and not updating:
         errors += disruption.validate(dis.value, dis.path)
@@ -137,16 +147,14 @@ def _validate_leaf(inst: Instance, cfg: Config) -> list[FieldError]:
         errors += claims.validate(clm.value, clm.path)
     if cfg.forbidAllWithBasic and dis and dis.ok and (pol is None or pol.ok) \
             and (not updating or dis.changed or (pol is not None and pol.changed)):
-        errors += disruption.validate_against_policy(
-            dis.value, dis.path, policy.kind_of(pol.value) if pol else None,
-            pol.path if pol else None)
-    # POL-3: minCount within the group's size, re-checked whenever either moves.
-    if cfg.minCountWithinSize and pol and pol.ok and inst.size_path is not None:
-        count, size = _count(policy.get_min_count(pol.value)), _count(inst.size)
+        kind = (policy.kind_of(pol.value) if pol else None) or (sem.defaultPolicy if not (pol and pol.value) else None)
+        errors += disruption.validate_against_policy(dis.value, dis.path, kind, pol.path if pol else None)
+    # POL-3: minCount against the group's size, re-checked whenever either moves.
+    if cfg.minCountWithinSize and pol and pol.ok and inst.size_name is not None:
         moved = not updating or pol.changed or inst.size != inst.old_size
-        if count is not None and size is not None and count > size and moved:
-            errors.append(invalid(pol.path.child("gang", "minCount"), count,
-                                  f"must be less than or equal to {inst.size_path} ({size})"))
+        if moved:
+            errors += bounds.min_count_against_size(policy.get_min_count(pol.value), pol.path, sem.minCount,
+                                                    inst.size, inst.size_name)
     if updating:
         if pol and pol.ok:
             errors += policy.validate_update(pol.value, pol.old, pol.path, EMBEDDED)
@@ -212,7 +220,9 @@ def validate_target(obj: dict, old: dict | None, target: Target, cfg: Config) ->
         return found
     for group in target.groups:
         for inst in leaf_instances(obj, old, group, found.errors):
-            found.errors += _validate_leaf(inst, cfg)
+            found.errors += _validate_leaf(inst, group.semantics, cfg)
     if target.composite is not None:
         found.errors += _validate_composite(obj, old, target.composite, cfg)
+    if target.checks:
+        found.errors += checks.validate(obj, old, target)
     return found

@@ -1,0 +1,150 @@
+"""A Job's `spec.scheduling` judged by kube-apiserver (batch/v1, WorkloadWithJob
+on) and the same JobSpec embedded in a real JobSet (the CRD of
+../shared/adopters, JobSet's "update kube to 1.37" commit) judged by this
+webhook with the `job-template` profile: the same verdict for every case of
+tests/e2e/job_cases.py, creates and updates, and when denied the same error
+types at the same paths (after the prefix: `spec.` for the Job,
+`spec.replicatedJobs[0].template.spec.` for the JobSet). The table's counts
+are printed."""
+from __future__ import annotations
+
+import copy
+import http.client
+import json
+from collections import Counter
+
+import pytest
+
+from tests.e2e import adopters
+from tests.e2e.job_cases import CREATES, UPDATES
+
+NS = "job-agreement"
+JOB_PREFIX = "spec."
+EMBED_PREFIX = "spec.replicatedJobs[0].template.spec."
+POD = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+CASE_FIELDS = ("scheduling", "parallelism", "completions")
+TALLY: Counter = Counter()
+DISAGREE: list = []
+
+
+class Api:
+    def __init__(self, cluster):
+        self.cluster = cluster
+
+    def call(self, method: str, path: str, obj: dict | None = None) -> tuple[int, dict]:
+        conn = http.client.HTTPSConnection("127.0.0.1", self.cluster.port, context=self.cluster.ssl_context("admin"),
+                                           timeout=30)
+        try:
+            conn.request(method, path, json.dumps(obj or {}), {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            return resp.status, json.loads(resp.read())
+        finally:
+            conn.close()
+
+
+def verdict(status: int, body: dict, prefix: str) -> tuple[bool, frozenset]:
+    if status in (200, 201):
+        return True, frozenset()
+    assert status == 422, body
+    # A CRD schema error comes with a note that its CEL rules were skipped: not a field's error.
+    causes = [c for c in body.get("details", {}).get("causes", [])
+              if "some validation rules were not checked" not in c.get("message", "")]
+    assert causes, f"a denial without causes: {body.get('message')}"
+    return False, frozenset((c["reason"].removeprefix("FieldValue"), "spec." + c["field"].removeprefix(prefix))
+                            for c in causes)
+
+
+def with_case(spec: dict, fields: dict) -> dict:
+    out = {k: v for k, v in spec.items() if k not in CASE_FIELDS}
+    out.update(copy.deepcopy(fields))
+    return out
+
+
+def job(name: str, fields: dict) -> dict:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": NS},
+            "spec": with_case({"template": copy.deepcopy(POD)}, fields)}
+
+
+def jobset(name: str, fields: dict) -> dict:
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": name, "namespace": NS},
+            "spec": {"replicatedJobs": [{"name": "workers", "replicas": 1,
+                                         "template": {"spec": with_case({"template": copy.deepcopy(POD)}, fields)}}]}}
+
+
+JOBS = f"/apis/batch/v1/namespaces/{NS}/jobs"
+JOBSETS = f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{NS}/jobsets"
+
+
+@pytest.fixture(scope="module")
+def hook(cluster, kubectl, tmp_path_factory):
+    kubectl("create", "namespace", NS, check=False)
+    adopters.install_crd(kubectl, adopters.JOBSET_137)
+    config = {"featureGates": adopters.ALL_GATES,
+              "profiles": [{"name": "job-template", "group": "jobset.x-k8s.io", "kind": "JobSet",
+                            "versions": ["v1alpha2"], "jobSpec": "spec.replicatedJobs[*].template.spec"}]}
+    api = Api(cluster)
+    probe_obj = jobset("probe", {"scheduling": {"disruptionMode": {"all": {}}}})
+
+    def probe() -> bool:
+        return api.call("POST", f"{JOBSETS}?dryRun=All", probe_obj)[0] == 422
+
+    served = adopters.ProfileWebhook(kubectl, str(tmp_path_factory.mktemp("job-agreement")), "job-agreement",
+                                     config).start(probe)
+    yield api
+    served.stop()
+    print(f"\nJob agreement with kube-apiserver: {sum(TALLY.values())} cases "
+          f"({TALLY['CREATE allowed']} creates allowed, {TALLY['CREATE denied']} creates denied, "
+          f"{TALLY['UPDATE allowed']} updates allowed, {TALLY['UPDATE denied']} updates denied); "
+          f"{len(DISAGREE)} disagreements")
+
+
+def test_the_table_is_large():
+    assert len(CREATES) + len(UPDATES) >= 60 and len(UPDATES) >= 20
+
+
+def _put_over(api: Api, base: str, name: str, old_obj: dict, new_fields: dict, spec_of) -> tuple[int, dict]:
+    status, stored = api.call("POST", base, old_obj)
+    assert status == 201, f"the case's old object is not creatable: {stored.get('message')}"
+    new = copy.deepcopy(stored)
+    spec = spec_of(new)
+    spec.clear()
+    spec.update(with_case(spec_of(stored), new_fields))
+    try:
+        return api.call("PUT", f"{base}/{name}?dryRun=All", new)
+    finally:
+        api.call("DELETE", f"{base}/{name}", {"propagationPolicy": "Background"})
+
+
+def _job_spec(obj):
+    return obj["spec"]
+
+
+def _embedded_spec(obj):
+    return obj["spec"]["replicatedJobs"][0]["template"]["spec"]
+
+
+def _record(op: str, case_id: str, apiserver, ours, message: str | None = None):
+    TALLY[f"{op} {'allowed' if apiserver[0] else 'denied'}"] += 1
+    if apiserver != ours:
+        DISAGREE.append(case_id)
+    assert ours[0] == apiserver[0], f"kube-apiserver: {sorted(apiserver[1])}; webhook: {sorted(ours[1])}"
+    assert ours[1] == apiserver[1], f"kube-apiserver: {sorted(apiserver[1])}; webhook: {sorted(ours[1])}; {message}"
+
+
+@pytest.mark.parametrize("index,case", list(enumerate(CREATES)), ids=[c[0] for c in CREATES])
+def test_create_agrees_with_kube_apiserver(hook, index, case):
+    case_id, fields = case
+    name = f"create-{index}"
+    apiserver = verdict(*hook.call("POST", f"{JOBS}?dryRun=All", job(name, fields)), JOB_PREFIX)
+    answer = hook.call("POST", f"{JOBSETS}?dryRun=All", jobset(name, fields))
+    ours = verdict(*answer, EMBED_PREFIX)
+    _record("CREATE", case_id, apiserver, ours, answer[1].get("message"))
+
+
+@pytest.mark.parametrize("index,case", list(enumerate(UPDATES)), ids=[c[0] for c in UPDATES])
+def test_update_agrees_with_kube_apiserver(hook, index, case):
+    case_id, old, new = case
+    name = f"update-{index}"
+    apiserver = verdict(*_put_over(hook, JOBS, name, job(name, old), new, _job_spec), JOB_PREFIX)
+    answer = _put_over(hook, JOBSETS, name, jobset(name, old), new, _embedded_spec)
+    _record("UPDATE", case_id, apiserver, verdict(*answer, EMBED_PREFIX), answer[1].get("message"))

@@ -1,0 +1,62 @@
+"""Shipped profiles: the targets of the operators that really embed the blocks,
+as data (one YAML file each), selected by one line of config:
+
+    profiles: [jobset, leaderworkerset]
+    profiles: [{name: job-template, group: example.com, kind: CronTrainJob, jobSpec: spec.jobTemplate.spec}]
+
+A profile expands into ordinary target entries (rules.md §5 plus the semantics
+of webhook.semantics), so the engine has no branch per operator."""
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from typing import Any
+
+import yaml
+
+from webhook.errors import FieldError, Path, invalid, not_supported
+
+_DIR = os.path.dirname(__file__)
+NAMES = ("jobset", "leaderworkerset", "job-template")
+_PARAM = re.compile(r"\{(\w+)\}")
+# job-template's parameters; the others take none.
+_JOB_TEMPLATE_KEYS = ("group", "kind", "versions", "plural", "jobSpec")
+
+
+@lru_cache(maxsize=None)
+def data(name: str) -> dict:
+    with open(os.path.join(_DIR, f"{name}.yaml"), encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def _fill(node: Any, params: dict[str, str]) -> Any:
+    if isinstance(node, str):
+        return _PARAM.sub(lambda m: params[m.group(1)], node)
+    if isinstance(node, list):
+        return [_fill(n, params) for n in node]
+    if isinstance(node, dict):
+        return {k: _fill(v, params) for k, v in node.items()}
+    return node
+
+
+def expand(entries: list, errors: list[FieldError]) -> list[dict]:
+    """Target entries for the `profiles` list of a config file."""
+    out: list[dict] = []
+    for i, entry in enumerate(entries):
+        where = Path("profiles", i)
+        name = entry if isinstance(entry, str) else entry.get("name")
+        if name not in NAMES:
+            errors.append(not_supported(where if isinstance(entry, str) else where.child("name"), name, NAMES))
+            continue
+        if name == "job-template":
+            if isinstance(entry, str):
+                errors.append(invalid(where, name, "job-template needs group, kind and jobSpec (the path of the JobSpec)"))
+                continue
+            params = {k: entry[k] for k in _JOB_TEMPLATE_KEYS if k in entry}
+            target = {k: params[k] for k in ("group", "kind", "versions", "plural") if k in params}
+            target.update(_fill(data(name)["target"], {"jobSpec": params["jobSpec"]}))
+            out.append({**target, "profile": name})
+        else:
+            out += [{**t, "profile": name} for t in data(name)["targets"]]
+    return out
