@@ -19,9 +19,22 @@ from webhook.mutation.patch import apply
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
 
-def _load_config(path: str | None) -> config_mod.Config:
+def _profile(text: str) -> str | dict:
+    """`jobset`, `leaderworkerset`, or `job-template:KIND.GROUP:JOBSPEC_PATH`."""
+    if not text.startswith("job-template:"):
+        return text
+    _, _, rest = text.partition(":")
+    kind_group, _, job_spec = rest.partition(":")
+    kind, _, group = kind_group.partition(".")
+    if not (kind and group and job_spec):
+        raise argparse.ArgumentTypeError("job-template needs KIND.GROUP:JOBSPEC_PATH, "
+                                         "e.g. job-template:CronTrainJob.example.com:spec.jobTemplate.spec")
+    return {"name": "job-template", "group": group, "kind": kind, "jobSpec": job_spec}
+
+
+def _load_config(path: str | None, profiles: list | None = None) -> config_mod.Config:
     try:
-        return config_mod.load(path)
+        return config_mod.load(path, profiles or ())
     except config_mod.ConfigError as exc:
         print(str(exc), file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
@@ -41,7 +54,7 @@ def _label(obj) -> tuple[str, str, str | None]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    cfg = _load_config(args.config)
+    cfg = _load_config(args.config, args.profile)
     docs, problems = _load(args.filename)
     old_docs, old_problems = _load(args.old) if args.old else ([], [])
     problems += old_problems
@@ -85,7 +98,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
-    cfg = _load_config(args.config)
+    cfg = _load_config(args.config, args.profile)
     docs, problems = _load(args.filename)
     ctx_docs, ctx_problems = _load(args.context) if args.context else ([], [])
     for p in problems + ctx_problems:
@@ -299,6 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--old", action="append", metavar="PATH",
                    help="the stored objects: judge -f as an UPDATE of the object with the same kind/namespace/name")
     v.add_argument("--config", metavar="FILE", help="configuration file (rules.md §5)")
+    v.add_argument("--profile", action="append", type=_profile, metavar="NAME",
+                   help="add a shipped profile: jobset, leaderworkerset, job-template:KIND.GROUP:JOBSPEC_PATH; repeatable")
     v.add_argument("-o", "--output", choices=("text", "json"), default="text")
     v.set_defaults(func=cmd_validate)
 
@@ -307,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--context", action="append", metavar="PATH",
                    help="PodGroups and Workloads that stand for the cluster; repeatable")
     m.add_argument("--config", metavar="FILE")
+    m.add_argument("--profile", action="append", type=_profile, metavar="NAME", help="as for validate")
     m.add_argument("-o", "--output", choices=("yaml", "json", "patch"), default="yaml")
     m.set_defaults(func=cmd_mutate)
 

@@ -264,10 +264,11 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
     )
 
 
-def load(path: str | os.PathLike | None) -> Config:
-    """Read a config file; None gives the defaults. Raises ConfigError."""
+def load(path: str | os.PathLike | None, profiles: list | tuple = ()) -> Config:
+    """Read a config file; None gives the defaults. `profiles` are added to the
+    file's own (the CLI's --profile). Raises ConfigError."""
     if path is None:
-        return Config()
+        return from_dict({"profiles": list(profiles)} if profiles else None, "--profile")
     source = os.fspath(path)
     try:
         with open(source, encoding="utf-8") as f:
@@ -278,4 +279,6 @@ def load(path: str | os.PathLike | None) -> Config:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise ConfigError(source, [f"{where}not valid YAML: {getattr(exc, 'problem', None) or exc}"]) from None
+    if profiles and isinstance(data, (dict, type(None))):
+        data = {**(data or {}), "profiles": [*((data or {}).get("profiles") or []), *profiles]}
     return from_dict(data, source)

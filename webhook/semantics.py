@@ -52,13 +52,28 @@ class Semantics:
     minCountRequired: bool = False         # PodGroup object types: `gang.minCount` is required
     defaultMinCount: bool = True           # the mutating webhook sets an unset minCount to the size
     setOnce: FieldPath | None = None       # the field holding the blocks cannot be added or removed on update
+    frozenBlocks: bool = True              # on update a changed block is refused (else: judged as on create)
+    nonPositiveMinCountIsUnset: bool = False   # JobSet: minCount <= 0 means "the controller computes it"
+    gangIncompatible: tuple[tuple[FieldPath, Any], ...] = ()   # (path, value): a gang is refused while it holds
     maxGroups: int | None = None           # at most this many instances (pod group templates) per object
 
 
 @dataclass(frozen=True)
 class Exclusive:
+    """`either` and `or` paths must not both be set (an empty list counts as
+    unset); reported at `at` when given, else at each `or` path that is set."""
     either: tuple[FieldPath, ...]
     other: tuple[FieldPath, ...]
+    at: FieldPath | None = None
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """A path with a condition: `when` must be set for the rule to apply (operatorOwned),
+    or `unless` true in both old and new object lifts it (immutable)."""
+    path: FieldPath
+    when: FieldPath | None = None
+    unless: FieldPath | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +83,7 @@ class Reference:
     names: FieldPath
     within: FieldPath
     once: bool = True
+    every: bool = False        # when any name is given, every item of `within` must be named
 
 
 @dataclass(frozen=True)
@@ -83,10 +99,10 @@ class Count:
 class Checks:
     """Object-wide rules of a target."""
     exclusive: tuple[Exclusive, ...] = ()
-    operatorOwned: tuple[FieldPath, ...] = ()
+    operatorOwned: tuple[Guarded, ...] = ()
     references: tuple[Reference, ...] = ()
     counts: tuple[Count, ...] = ()
-    immutable: tuple[FieldPath, ...] = ()
+    immutable: tuple[Guarded, ...] = ()
 
     def __bool__(self) -> bool:
         return any((self.exclusive, self.operatorOwned, self.references, self.counts, self.immutable))
@@ -133,26 +149,43 @@ def parse_semantics(raw: dict, where: Path, errors: list[FieldError]) -> Semanti
     once = _path(raw["setOnce"], where.child("setOnce"), errors) if raw.get("setOnce") else None
     return Semantics(minCount=raw.get("minCount", "atMostSize"), defaultPolicy=raw.get("defaultPolicy", "basic"),
                      minCountRequired=raw.get("minCountRequired", False),
-                     defaultMinCount=raw.get("defaultMinCount", True), setOnce=once, maxGroups=raw.get("maxGroups"))
+                     defaultMinCount=raw.get("defaultMinCount", True), setOnce=once, maxGroups=raw.get("maxGroups"),
+                     frozenBlocks=raw.get("frozenBlocks", True),
+                     nonPositiveMinCountIsUnset=raw.get("nonPositiveMinCountIsUnset", False),
+                     gangIncompatible=tuple((p, c["equals"]) for i, c in enumerate(raw.get("gangIncompatible") or [])
+                                            if (p := _path(c["path"], where.child("gangIncompatible", i, "path"), errors))))
 
 
 def parse_checks(raw: dict, where: Path, errors: list[FieldError]) -> Checks:
     exclusive = tuple(Exclusive(_paths(e["either"], where.child("exclusive", i, "either"), errors),
-                                _paths(e["or"], where.child("exclusive", i, "or"), errors))
+                                _paths(e["or"], where.child("exclusive", i, "or"), errors),
+                                _path(e["at"], where.child("exclusive", i, "at"), errors) if e.get("at") else None)
                       for i, e in enumerate(raw.get("exclusive") or []))
     refs = []
     for i, r in enumerate(raw.get("references") or []):
         names = _path(r["names"], where.child("references", i, "names"), errors)
         within = _path(r["within"], where.child("references", i, "within"), errors)
         if names and within:
-            refs.append(Reference(names, within, r.get("once", True)))
+            refs.append(Reference(names, within, r.get("once", True), r.get("every", False)))
     counts = []
     for i, c in enumerate(raw.get("counts") or []):
         p = _path(c["path"], where.child("counts", i, "path"), errors)
         w = _path(c["when"], where.child("counts", i, "when"), errors)
         if p and w:
             counts.append(Count(p, c["exactly"], w))
-    return Checks(exclusive=exclusive, operatorOwned=_paths(raw.get("operatorOwned") or [], where.child("operatorOwned"), errors),
+    return Checks(exclusive=exclusive, operatorOwned=_guarded(raw.get("operatorOwned") or [], where.child("operatorOwned"), errors),
                   references=tuple(refs), counts=tuple(counts),
-                  immutable=_paths(raw.get("immutable") or [], where.child("immutable"), errors))
+                  immutable=_guarded(raw.get("immutable") or [], where.child("immutable"), errors))
+
+
+def _guarded(raw: list, where: Path, errors: list[FieldError]) -> tuple[Guarded, ...]:
+    out = []
+    for i, entry in enumerate(raw):
+        entry = {"path": entry} if isinstance(entry, str) else entry
+        at = where.index(i)
+        p = _path(entry["path"], at if isinstance(raw[i], str) else at.child("path"), errors)
+        cond = {k: _path(entry[k], at.child(k), errors) for k in ("when", "unless") if entry.get(k)}
+        if p is not None and None not in cond.values():
+            out.append(Guarded(p, **cond))
+    return tuple(out)
 

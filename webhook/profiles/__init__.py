@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from webhook.errors import FieldError, Path, invalid, not_supported
+from webhook.schemas import structural_errors
 
 _DIR = os.path.dirname(__file__)
 NAMES = ("jobset", "leaderworkerset", "job-template")
@@ -46,17 +47,27 @@ def expand(entries: list, errors: list[FieldError]) -> list[dict]:
     for i, entry in enumerate(entries):
         where = Path("profiles", i)
         name = entry if isinstance(entry, str) else entry.get("name")
-        if name not in NAMES:
+        if not isinstance(entry, (str, dict)) or name not in NAMES:
             errors.append(not_supported(where if isinstance(entry, str) else where.child("name"), name, NAMES))
             continue
         if name == "job-template":
             if isinstance(entry, str):
                 errors.append(invalid(where, name, "job-template needs group, kind and jobSpec (the path of the JobSpec)"))
                 continue
+            problems = [f"{k} is required" for k in ("group", "kind", "jobSpec") if not isinstance(entry.get(k), str)]
+            problems += [f"unknown key {k!r}" for k in entry if k not in (*_JOB_TEMPLATE_KEYS, "name")]
+            if problems:
+                errors.append(invalid(where, name, "job-template: " + "; ".join(problems)
+                                      + " (group, kind, jobSpec: the path of the JobSpec; versions, plural optional)"))
+                continue
             params = {k: entry[k] for k in _JOB_TEMPLATE_KEYS if k in entry}
             target = {k: params[k] for k in ("group", "kind", "versions", "plural") if k in params}
             target.update(_fill(data(name)["target"], {"jobSpec": params["jobSpec"]}))
-            out.append({**target, "profile": name})
+            # The parameters land in a target entry: the config schema judges them there.
+            problems = structural_errors("config", {"targets": [target]})
+            errors += [invalid(where, name, f"job-template: {p.field}: {p.body()}") for p in problems]
+            if not problems:
+                out.append({**target, "profile": name})
         else:
             out += [{**t, "profile": name} for t in data(name)["targets"]]
     return out

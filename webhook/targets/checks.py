@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 from webhook.blocks.common import same
 from webhook.config import Target
-from webhook.errors import FieldError, Path, duplicate, forbidden, immutable, invalid
+from webhook.errors import FieldError, Path, forbidden, immutable, invalid
 from webhook.paths import FieldPath, get_or_none
 from webhook.semantics import Checks
 
@@ -31,23 +31,38 @@ def _touched(old: dict | None, paths: list[Path], obj: dict) -> bool:
     return old is None or any(not same(get_or_none(obj, p), _old(old, p)) for p in paths)
 
 
+def _set(obj: dict, path: Path) -> bool:
+    value = get_or_none(obj, path)
+    return value is not None and value != []
+
+
 def _exclusive(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
     errors: list[FieldError] = []
     for ex in checks.exclusive:
         deepest = max((*ex.either, *ex.other), key=lambda p: p.wildcards)
         for idx in deepest.bindings(obj)[0]:
-            either = [p.concrete(idx) for p in ex.either if get_or_none(obj, p.concrete(idx)) is not None]
-            other = [p.concrete(idx) for p in ex.other if get_or_none(obj, p.concrete(idx)) is not None]
-            if either and other and _touched(old, either + other, obj):
-                names = ", ".join(str(p) for p in either)
-                errors += [forbidden(p, f"may not be set together with {names}") for p in other]
+            either = [p.concrete(idx) for p in ex.either if _set(obj, p.concrete(idx))]
+            other = [p.concrete(idx) for p in ex.other if _set(obj, p.concrete(idx))]
+            if not (either and other and _touched(old, either + other, obj)):
+                continue
+            a, b = ", ".join(str(p) for p in either), ", ".join(str(p) for p in other)
+            if ex.at is not None:
+                errors.append(forbidden(ex.at.concrete(idx), f"{a} may not be set together with {b}: use one or the other"))
+            else:
+                errors += [forbidden(p, f"may not be set together with {a}") for p in other]
     return errors
 
 
 def _owned(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
-    return [forbidden(path, "is set by the operator; leave it unset")
-            for fp in checks.operatorOwned for path, value, _ in _values(obj, fp)
-            if value is not None and _touched(old, [path], obj)]
+    errors: list[FieldError] = []
+    for g in checks.operatorOwned:
+        for path, value, idx in _values(obj, g.path):
+            if g.when is not None and get_or_none(obj, g.when.concrete(idx)) is None:
+                continue
+            if value is not None and _touched(old, [path], obj):
+                why = f" when {g.when.concrete(idx)} is set" if g.when is not None else ""
+                errors.append(forbidden(path, f"is set by the operator{why}; leave it unset"))
+    return errors
 
 
 def _references(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
@@ -63,11 +78,16 @@ def _references(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]
             for i, name in enumerate(names):
                 at = path.index(i)
                 if name not in known and fresh:
-                    errors.append(FieldError("NotFound", at, name,
-                                             f"must be the name of an item of {ref.within}"))
+                    errors.append(invalid(at, name, f"must be the name of an item of {ref.within}"))
                 elif ref.once and name in seen and fresh:
-                    errors.append(duplicate(at, name))
+                    errors.append(invalid(at, name, f"is named more than once (first at {seen[name]})"))
                 seen.setdefault(name, at)
+        if ref.every and seen and isinstance(items, list) and _touched(old, [ref.within.concrete(())], obj) | \
+                any(_touched(old, [p], obj) for p, _, _ in _values(obj, ref.names)):
+            for i, item in enumerate(items):
+                if isinstance(item, dict) and item.get("name") not in seen:
+                    errors.append(invalid(ref.within.concrete(()).index(i).child("name"), item.get("name"),
+                                          f"must be named by an item of {ref.names} (every item is, once any is)"))
     return errors
 
 
@@ -89,10 +109,14 @@ def _counts(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
 def _immutable(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
     if old is None:
         return []
-    return [immutable(path) for fp in checks.immutable for path, value, _ in _values(obj, fp)
-            if not same(value, _old(old, path))] + \
-        [immutable(path) for fp in checks.immutable for path, value, _ in _values(old, fp)
-         if get_or_none(obj, path) is None and value is not None]
+    errors: list[FieldError] = []
+    for g in checks.immutable:
+        if g.unless is not None and get_or_none(obj, g.unless.concrete(())) is True \
+                and get_or_none(old, g.unless.concrete(())) is True:
+            continue
+        paths = {p: None for p, _, _ in (*_values(obj, g.path), *_values(old, g.path))}
+        errors += [immutable(p) for p in paths if not same(get_or_none(obj, p), _old(old, p))]
+    return errors
 
 
 def validate(obj: dict, old: dict | None, target: Target) -> list[FieldError]:

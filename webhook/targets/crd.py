@@ -3,13 +3,13 @@ they sit (TGT-1..3), with size bounds (POL-3) and update rules (POL-4).
 Errors carry the CRD's own field paths."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from webhook.blocks import claims, composite, constraints, disruption, policy
 from webhook.blocks.common import EMBEDDED, OBJECT_TYPES, check_no_set_no_unset, same
 from webhook.config import CompositeGroup, Config, LeafGroup, Target
-from webhook.errors import FieldError, Path, invalid
+from webhook.errors import FieldError, Path, forbidden, invalid, too_many
 from webhook.paths import FieldPath, WrongType, get, get_or_none
 from webhook.semantics import Semantics
 from webhook.targets import bounds, checks, size as sizes
@@ -42,6 +42,7 @@ class Instance:
     old_size: int | None = None
     updating: bool = False   # False for a create, and for a list item the stored object did not have
     holder: Block | None = None         # the field holding the blocks, when it is set-once
+    guards: list = field(default_factory=list)   # (path, value, holds now, held before) of gangIncompatible
 
 
 def _resolve(obj: Any, fp: FieldPath, idx: tuple[int, ...], errors: list[FieldError]) -> tuple[Path, Any, bool]:
@@ -117,6 +118,10 @@ def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[F
             inst.size_name = str(inst.size_name)
             if old_idx is not None:
                 inst.old_size = sizes.evaluate(old, group.size, old_idx)[0]
+        for gp, value in group.semantics.gangIncompatible:
+            at = gp.concrete(idx)
+            before = old_idx is not None and get_or_none(old, gp.concrete(old_idx)) == value
+            inst.guards.append((at, value, get_or_none(obj, at) == value, before))
         if group.semantics.setOnce is not None:
             hp = group.semantics.setOnce.concrete(idx)
             old_holder = get_or_none(old, group.semantics.setOnce.concrete(old_idx)) if old_idx is not None else None
@@ -124,13 +129,36 @@ def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[F
         yield inst
 
 
+def _positive_min_count(pol: Block) -> Block:
+    """The policy as JobSet reads it: a gang minCount <= 0 is unset."""
+    count = policy.get_min_count(pol.value)
+    if isinstance(count, int) and not isinstance(count, bool) and count <= 0:
+        return Block(pol.path, {**pol.value, "gang": {k: v for k, v in pol.value["gang"].items() if k != "minCount"}},
+                     pol.old, pol.ok)
+    return pol
+
+
+def _gang_incompatible(inst: Instance, pol: Block | None, sem: Semantics) -> list[FieldError]:
+    """A gang (set, or the default for an unset policy) next to a value it cannot work with."""
+    value = pol.value if pol else None
+    unset = not isinstance(value, dict) or all(value.get(m) is None for m in policy.MEMBERS)
+    if pol is None or not (policy.kind_of(value) == policy.GANG or (unset and sem.defaultPolicy == policy.GANG)):
+        return []
+    return [forbidden(pol.path.child("gang"), f"gang scheduling is incompatible with {path} {shown}")
+            for path, shown, holds, held in inst.guards
+            if holds and not (inst.updating and held and not pol.changed)]
+
+
 def _validate_leaf(inst: Instance, sem: Semantics, cfg: Config) -> list[FieldError]:
     errors: list[FieldError] = []
-    updating = inst.updating
     b = inst.blocks
     pol, dis, con, clm = (b.get(k) for k in ("schedulingPolicy", "disruptionMode", "schedulingConstraints", "resourceClaims"))
+    # Without frozen blocks, an update that changed a block judges the group as a create would.
+    updating = inst.updating and (sem.frozenBlocks or not any(blk.changed for blk in b.values()))
     mode = OBJECT_TYPES if sem.minCountRequired else EMBEDDED
-    if updating and inst.holder is not None:
+    if sem.nonPositiveMinCountIsUnset and pol and pol.ok:
+        pol = _positive_min_count(pol)
+    if inst.updating and inst.holder is not None:
         # `+k8s:update=NoSet,NoUnset` on the field holding the blocks: that error alone, as kube-apiserver.
         held = check_no_set_no_unset(inst.holder.value, inst.holder.old, inst.holder.path)
         if held:
@@ -149,13 +177,17 @@ def _validate_leaf(inst: Instance, sem: Semantics, cfg: Config) -> list[FieldErr
             and (not updating or dis.changed or (pol is not None and pol.changed)):
         kind = (policy.kind_of(pol.value) if pol else None) or (sem.defaultPolicy if not (pol and pol.value) else None)
         errors += disruption.validate_against_policy(dis.value, dis.path, kind, pol.path if pol else None)
-    # POL-3: minCount against the group's size, re-checked whenever either moves.
-    if cfg.minCountWithinSize and pol and pol.ok and inst.size_name is not None:
+    if sem.gangIncompatible and (pol is None or pol.ok):
+        errors += _gang_incompatible(inst, pol, sem)
+    # POL-3: minCount against the group's size, re-checked whenever either moves; one error per field.
+    count_path = pol.path.child("gang", "minCount") if pol else None
+    if cfg.minCountWithinSize and pol and pol.ok and inst.size_name is not None \
+            and not any(e.field == count_path for e in errors):
         moved = not updating or pol.changed or inst.size != inst.old_size
         if moved:
             errors += bounds.min_count_against_size(policy.get_min_count(pol.value), pol.path, sem.minCount,
                                                     inst.size, inst.size_name)
-    if updating:
+    if updating and sem.frozenBlocks:
         if pol and pol.ok:
             errors += policy.validate_update(pol.value, pol.old, pol.path, EMBEDDED)
         for blk, module in ((dis, disruption), (con, constraints), (clm, claims)):
@@ -213,14 +245,27 @@ def _validate_composite(obj: dict, old: dict | None, comp: CompositeGroup, cfg: 
     return errors
 
 
+def _too_many_groups(used: list[Instance], cap: int) -> FieldError:
+    """TooMany at the list the groups fan out over (the root when they do not)."""
+    path = next(iter(used[cap].blocks.values())).path
+    last = max((i for i, seg in enumerate(path) if isinstance(seg, int)), default=0)
+    return too_many(Path(*path[:last]), len(used), cap)
+
+
 def validate_target(obj: dict, old: dict | None, target: Target, cfg: Config) -> Findings:
     found = Findings()
     if not isinstance(obj, dict):
         found.errors.append(invalid(Path(), obj, "must be of type object"))
         return found
     for group in target.groups:
+        used: list[Instance] = []
         for inst in leaf_instances(obj, old, group, found.errors):
             found.errors += _validate_leaf(inst, group.semantics, cfg)
+            if any(b.value is not None for b in inst.blocks.values()):
+                used.append(inst)
+        cap = group.semantics.maxGroups
+        if cap is not None and len(used) > cap:
+            found.errors.append(_too_many_groups(used, cap))
     if target.composite is not None:
         found.errors += _validate_composite(obj, old, target.composite, cfg)
     if target.checks:

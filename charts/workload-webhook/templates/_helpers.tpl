@@ -97,6 +97,21 @@ matchConditions:
     expression: {{ printf "(has(object.metadata.labels) && '%s' in object.metadata.labels) || has(object.spec.schedulingGroup)" $label | quote }}
 {{- end -}}
 
+{{/* The targets webhook rules cover: config.targets plus those of config.profiles
+     (the resources each shipped profile judges; webhook/profiles/*.yaml). */}}
+{{- define "ww.allTargets" -}}
+{{- $out := list -}}
+{{- range (.Values.config.targets | default list) }}{{ $out = append $out . }}{{ end -}}
+{{- range (.Values.config.profiles | default list) }}
+{{- if eq (toString .) "jobset" }}{{ $out = append $out (dict "group" "jobset.x-k8s.io" "kind" "JobSet" "versions" (list "v1alpha2") "plural" "jobsets") }}
+{{- else if eq (toString .) "leaderworkerset" }}{{ $out = append $out (dict "group" "leaderworkerset.x-k8s.io" "kind" "LeaderWorkerSet" "versions" (list "v1") "plural" "leaderworkersets") }}
+{{- else if kindIs "map" . }}{{ $out = append $out (pick . "group" "kind" "versions" "plural") }}
+{{- else }}{{ fail (printf "config.profiles: unknown profile %v (jobset, leaderworkerset or a job-template map)" .) }}
+{{- end }}
+{{- end -}}
+{{- toYaml (dict "targets" $out) -}}
+{{- end -}}
+
 {{- define "ww.targetRules" -}}
 {{- range .targets }}
 - apiGroups: [{{ .group | quote }}]
