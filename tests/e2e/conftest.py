@@ -198,3 +198,9 @@ def pytest_runtest_makereport(item, call):
         rep.sections.append(("webhook log during this test", hook.log_since(item._ww_offset)[-8000:]))
         with open(hook.cluster.apiserver_log, encoding="utf-8", errors="replace") as f:
             rep.sections.append(("kube-apiserver log (tail)", f.read()[-4000:]))
+
+
+def pytest_terminal_summary(terminalreporter):
+    from tests.e2e import summary
+    for line in summary.LINES:
+        terminalreporter.write_line(line)

@@ -17,6 +17,7 @@ from collections import Counter
 import pytest
 import yaml
 
+from tests.e2e import summary
 from tests.server.harness import Server, admission_request
 from tests.unit import test_upstream_cases as upstream
 
@@ -128,7 +129,7 @@ def mirror(cluster, kubectl, tmp_path_factory):
     yield server
     server.stop()
     compared = sum(TALLY.values())
-    print(f"\nagreement with kube-apiserver: {compared} cases compared "
+    summary.add(f"agreement with kube-apiserver: {compared} cases compared "
           f"({TALLY['CREATE allowed']} creates allowed, {TALLY['CREATE denied']} creates denied, "
           f"{TALLY['UPDATE allowed']} updates allowed, {TALLY['UPDATE denied']} updates denied); "
           f"excluded by their data: " + "; ".join(f"{n} ({why})" for why, n in EXCLUDED.items()))

@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 
-from tests.e2e import adopters
+from tests.e2e import adopters, summary
 from tests.e2e.job_cases import CREATES, UPDATES
 
 NS = "job-agreement"
@@ -92,7 +92,7 @@ def hook(cluster, kubectl, tmp_path_factory):
                                      config).start(probe)
     yield api
     served.stop()
-    print(f"\nJob agreement with kube-apiserver: {sum(TALLY.values())} cases "
+    summary.add(f"Job agreement with kube-apiserver: {sum(TALLY.values())} cases "
           f"({TALLY['CREATE allowed']} creates allowed, {TALLY['CREATE denied']} creates denied, "
           f"{TALLY['UPDATE allowed']} updates allowed, {TALLY['UPDATE denied']} updates denied); "
           f"{len(DISAGREE)} disagreements")
