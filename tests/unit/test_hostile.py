@@ -13,7 +13,8 @@ from webhook.cluster.view import StaticView
 from webhook.errors import FieldError
 from tests.unit.helpers import config, groupjob, node_paths, pod, podgroup, template, trainjob, workload
 
-CFG = config(pods={"claimsToContainers": "all"})
+CFG = config(pods={"claimsToContainers": "all"}, profiles=["jobset", "leaderworkerset"])
+_POD = {"spec": {"containers": [{"name": "c"}], "schedulingGroup": {"podGroupName": "x"}}}
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
                     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20))
@@ -29,6 +30,18 @@ SEEDS = [
     groupjob({"schedulingPolicy": {"gang": {"minGroupCount": 1}}},
              [{"replicas": 2, "scheduling": {"schedulingPolicy": {"gang": {"minCount": 2}}}}]),
     pod({"scheduling.k8s.io/pod-group": "pg"}, resourceClaims=[{"name": "g", "resourceClaimName": "g"}]),
+    # The shipped profiles: every level of a JobSet, and a LeaderWorkerSet.
+    {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js", "namespace": "ml"},
+     "spec": {"suspend": True, "replicatedJobs": [
+         {"name": "a", "replicas": 2, "template": {"spec": {"parallelism": 3, "template": _POD,
+                                                            "scheduling": {"schedulingPolicy": {"gang": {"minCount": 2}}}}}},
+         {"name": "b", "replicas": 1, "template": {"spec": {"template": _POD}}}],
+         "scheduling": {"schedulingPolicy": {"gang": {"minCount": 3}}, "disruptionMode": {"all": {}},
+                        "replicatedJobs": [{"targetReplicatedJobs": ["a"], "job": {"schedulingPolicy": {"gang": {"minCount": 1}}}},
+                                           {"targetReplicatedJobs": ["b", "a"], "resourceClaims": [{"name": "g"}]}]}}},
+    {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "l", "namespace": "ml"},
+     "spec": {"startupPolicy": "LeaderReady", "leaderWorkerTemplate": {"size": 4, "workerTemplate": _POD},
+              "scheduling": {"schedulingPolicy": {"gang": {"minCount": 4}}, "resourceClaims": [{"name": "g"}]}}},
 ]
 
 

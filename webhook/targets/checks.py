@@ -69,7 +69,7 @@ def _references(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]
     errors: list[FieldError] = []
     for ref in checks.references:
         items = get_or_none(obj, ref.within.concrete(()))
-        known = {i.get("name") for i in items if isinstance(i, dict)} if isinstance(items, list) else set()
+        known = {_name(i) for i in items} if isinstance(items, list) else set()
         seen: dict[str, Path] = {}
         for path, names, _ in _values(obj, ref.names):
             if not isinstance(names, list):
@@ -77,6 +77,8 @@ def _references(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]
             fresh = _touched(old, [path], obj)
             for i, name in enumerate(names):
                 at = path.index(i)
+                if not isinstance(name, str):
+                    continue        # a name of the wrong type is the CRD schema's to refuse
                 if name not in known and fresh:
                     errors.append(invalid(at, name, f"must be the name of an item of {ref.within}"))
                 elif ref.once and name in seen and fresh:
@@ -85,10 +87,15 @@ def _references(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]
         if ref.every and seen and isinstance(items, list) and _touched(old, [ref.within.concrete(())], obj) | \
                 any(_touched(old, [p], obj) for p, _, _ in _values(obj, ref.names)):
             for i, item in enumerate(items):
-                if isinstance(item, dict) and item.get("name") not in seen:
+                if isinstance(item, dict) and _name(item) not in seen:
                     errors.append(invalid(ref.within.concrete(()).index(i).child("name"), item.get("name"),
                                           f"must be named by an item of {ref.names} (every item is, once any is)"))
     return errors
+
+
+def _name(item: Any) -> str | None:
+    name = item.get("name") if isinstance(item, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _counts(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:

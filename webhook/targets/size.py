@@ -32,7 +32,8 @@ def evaluate(obj: Any, size: Size, idx: tuple[int, ...]) -> tuple[int | None, st
     for item in items:
         if not isinstance(item, dict):
             return None, size.describe()
-        if chosen is not None and item.get("name") not in chosen:
+        name = item.get("name")
+        if chosen is not None and (not isinstance(name, str) or name not in chosen):
             continue
         product = 1
         for name, rel in size.factors:
