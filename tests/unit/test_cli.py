@@ -17,7 +17,7 @@ def run(capsys, *argv):
 def test_valid_examples_exit_0(capsys):
     code, out, err = run(capsys, "validate", "-f", "examples/valid", *CFG)
     assert code == 0, out
-    assert out.count(": valid") == 5 and "0 invalid" in err
+    assert out.count(": valid") == 6 and "0 invalid" in err
 
 
 def test_invalid_examples_exit_1_with_kubectl_like_lines(capsys):
@@ -28,6 +28,10 @@ def test_invalid_examples_exit_1_with_kubectl_like_lines(capsys):
     assert "spec.scheduling.schedulingPolicy.gang.minCount: Invalid value: 12: must be less than or equal to spec.replicas (8)" in out
     assert "Too many: 2: must have at most 1 item" in out
     assert "spec.compositePodGroupTemplates[0].podGroupTemplates[0].schedulingPolicy.gang.minCount: Required value" in out
+    # The jobset profile, from examples/config.yaml.
+    assert ("JobSet ml/too-big: spec.scheduling.schedulingPolicy.gang.minCount: Invalid value: 9: must be less than or "
+            "equal to Σ replicas × template.spec.parallelism of spec.replicatedJobs[*] (8)") in out
+    assert "JobSet ml/too-big: spec.replicatedJobs[0].template.spec.template.spec.schedulingGroup: Forbidden" in out
 
 
 def test_json_output_shape(capsys):

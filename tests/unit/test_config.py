@@ -27,7 +27,7 @@ def test_defaults_without_a_file():
 
 def test_example_config_loads():
     c = cfgmod.load("examples/config.yaml")
-    assert [t.kind for t in c.targets] == ["TrainJob", "GroupJob"]
+    assert [t.kind for t in c.targets] == ["TrainJob", "GroupJob", "JobSet", "LeaderWorkerSet"]
     assert c.targets[1].groups[0].size.path == FieldPath.parse("spec.replicatedJobs[*].replicas")
     assert c.gate("CompositePodGroup") and c.gate("GenericWorkload")
 
