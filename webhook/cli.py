@@ -134,6 +134,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
 
 def cmd_schemas(args: argparse.Namespace) -> int:
     from webhook.schemas import all_schemas
+    if args.target:
+        return _target_schema(args)
     schemas = all_schemas()
     if not args.name:
         for name in sorted(schemas):
@@ -144,6 +146,30 @@ def cmd_schemas(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     json.dump(schemas[args.name], sys.stdout, indent=2)
     sys.stdout.write("\n")
+    return EXIT_OK
+
+
+def _target_schema(args: argparse.Namespace) -> int:
+    from webhook.schemas.target import for_target
+    cfg = _load_config(args.config, args.profile)
+    matches = [t for t in cfg.targets if args.target in (t.kind, f"{t.kind}.{t.group}")]
+    if len(matches) != 1:
+        known = ", ".join(f"{t.kind}.{t.group}" for t in cfg.targets) or "none (give --config or --profile)"
+        why = "is configured twice: use KIND.GROUP" if matches else "is not a configured target"
+        print(f"error: {args.target!r} {why}; targets: {known}", file=sys.stderr)
+        return EXIT_USAGE
+    target = matches[0]
+    schema = json.dumps(for_target(target, dis2=cfg.forbidAllWithBasic), indent=2) + "\n"
+    if not args.out:
+        sys.stdout.write(schema)
+        return EXIT_OK
+    # kubeconform's file naming for custom resources: {{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json
+    os.makedirs(args.out, exist_ok=True)
+    for version in target.versions or ("v1",):
+        path = os.path.join(args.out, f"{target.kind.lower()}_{version}.json")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(schema)
+        print(path)
     return EXIT_OK
 
 
@@ -372,8 +398,14 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--timeout", type=int, default=5, choices=range(1, 31), metavar="SECONDS")
     w.set_defaults(func=cmd_webhook_configs)
 
-    s = sub.add_parser("schemas", help="list the published JSON Schemas, or print one")
+    s = sub.add_parser("schemas", help="list the published JSON Schemas, or print one; --target: a target's schema")
     s.add_argument("name", nargs="?")
+    s.add_argument("--target", metavar="KIND", help="the schema of a configured target or profile kind, blocks at their "
+                                                   "paths (for editors and kubeconform)")
+    s.add_argument("--config", metavar="FILE")
+    s.add_argument("--profile", action="append", type=_profile, metavar="NAME", help="as for validate")
+    s.add_argument("--out", metavar="DIR", help="with --target: write KIND_VERSION.json per served version "
+                                                "(kubeconform's naming) instead of printing")
     s.set_defaults(func=cmd_schemas)
     return parser
 

@@ -5,6 +5,7 @@ and the tests all see the same (type, field, value, detail) tuples.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field as dc_field
 from typing import Any, Iterable, Union
@@ -68,7 +69,6 @@ TYPES = {
     "NotSupported": ("Unsupported value", "FieldValueNotSupported"),
     "TooMany": ("Too many", "FieldValueTooMany"),
     "Duplicate": ("Duplicate value", "FieldValueDuplicate"),
-    "NotFound": ("Not found", "FieldValueNotFound"),
 }
 # Types whose body never prints the bad value (as upstream).
 _NO_VALUE = {"Required", "Forbidden"}
@@ -140,6 +140,7 @@ class FieldError:
     field: Path
     value: Any = OMIT
     detail: str = ""
+    rule: str | None = None    # the id of this service's own policy rule (rules.md); None for mirror rules
 
     def __post_init__(self) -> None:
         if self.type not in TYPES:
@@ -156,13 +157,23 @@ class FieldError:
             text += ": " + format_value(self.value)
         if self.detail:
             text += ": " + self.detail
+        if self.rule:
+            text += f" ({self.rule})"
         return text
 
     def __str__(self) -> str:
         return f"{self.field}: {self.body()}" if len(self.field) else self.body()
 
     def as_dict(self) -> dict:
-        return {"field": str(self.field), "type": self.type, "detail": self.detail or self.body()}
+        out = {"field": str(self.field), "type": self.type, "detail": self.detail or self.body()}
+        if self.rule:
+            out["rule"] = self.rule
+        return out
+
+
+def by_rule(errors: Iterable[FieldError], rule: str) -> list[FieldError]:
+    """`errors` marked as this service's policy rule `rule` (their text then ends in `(RULE)`)."""
+    return [e if e.rule else dataclasses.replace(e, rule=rule) for e in errors]
 
 
 # Constructors named like upstream's field.Required(...), field.Invalid(...).

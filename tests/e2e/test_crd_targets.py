@@ -28,7 +28,7 @@ def test_DIS_2_all_with_basic_is_rejected_with_the_field_path(webhook, kubectl, 
     assert proc.returncode != 0
     assert 'The TrainJob "bad" is invalid: ' in proc.stderr
     assert "spec.scheduling.disruptionMode: Invalid value" in proc.stderr
-    assert "requires a gang scheduling policy" in proc.stderr
+    assert "requires a gang scheduling policy (DIS-2)" in proc.stderr      # this service's own rule, by id
     assert not kubectl.exists("trainjob", "bad", namespace)
 
 

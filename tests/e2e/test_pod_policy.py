@@ -39,7 +39,7 @@ def test_POD_3_membership_policy_in_kube_apiserver(webhook, kubectl, namespace):
             time.sleep(0.3)
         assert proc.returncode != 0, "the policy never took effect"
         assert ('spec.schedulingGroup.podGroupName: Invalid value: "b": must equal the example.com/group label '
-                '("a"); the Pod would join two groups') in proc.stderr
+                '("a"); the Pod would join two groups (POD-3)') in proc.stderr
         assert "ValidatingAdmissionPolicy" in proc.stderr
 
         bad_label = kubectl.create(_pod(namespace, "bad", {LABEL: "Not_A_Name"}), "--dry-run=server", check=False)

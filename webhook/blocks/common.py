@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.errors import OMIT, FieldError, Path, immutable, invalid
+from webhook.errors import FieldError, OMIT, Path, by_rule, immutable, invalid
 
 INT32_MAX = 2**31 - 1
 
@@ -77,5 +77,5 @@ def min_count(value: Any, path: Path, mode: Mode, limit: int | None = None, limi
     if value < 1:
         return [invalid(path, value, "must be greater than or equal to 1")]
     if limit is not None and value > limit:
-        return [invalid(path, value, f"must be less than or equal to {limit}{limit_name}")]
+        return by_rule([invalid(path, value, f"must be less than or equal to {limit}{limit_name}")], "POL-3")
     return []

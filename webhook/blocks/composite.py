@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.blocks.common import Mode, check_immutable, check_no_set_no_unset, min_count, union, variant
-from webhook.errors import FieldError, Path, invalid
+from webhook.errors import FieldError, Path, by_rule, invalid
 from webhook.schemas import structural_errors
 
 SCHEMA = "blocks/composite-scheduling-policy"
@@ -48,8 +48,8 @@ def validate_bound(policy: Any, policy_path: Path, children: int, children_path:
     """POL-3 (policy): minGroupCount cannot exceed the number of child groups."""
     value = get_min_group_count(policy)
     if isinstance(value, int) and value > children:
-        return [invalid(policy_path.child(GANG, "minGroupCount"), value,
-                        f"must be less than or equal to the number of child groups ({children_path}: {children})")]
+        return by_rule([invalid(policy_path.child(GANG, "minGroupCount"), value, "must be less than or equal to the "
+                                f"number of child groups ({children_path}: {children})")], "POL-3")
     return []
 
 

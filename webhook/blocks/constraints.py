@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 from webhook import formats
 from webhook.blocks.common import check_immutable
-from webhook.errors import FieldError, Path, invalid, not_supported, required, too_many
+from webhook.errors import FieldError, Path, by_rule, invalid, not_supported, required, too_many
 from webhook.schemas import structural_errors
 
 SCHEMA = "blocks/scheduling-constraints"
@@ -31,7 +31,7 @@ def validate(value: dict | None, path: Path, allowed_keys: Sequence[str] = ()) -
         elif problem := formats.qualified_name(key):
             errors.append(invalid(kpath, key, problem))
         elif allowed_keys and key not in allowed_keys:
-            errors.append(not_supported(kpath, key, allowed_keys))
+            errors += by_rule([not_supported(kpath, key, allowed_keys)], "CON-1")   # limits.allowedTopologyKeys
     return errors
 
 

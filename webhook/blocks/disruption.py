@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.blocks.common import check_immutable, union, variant
-from webhook.errors import FieldError, Path, invalid
+from webhook.errors import FieldError, Path, by_rule, invalid
 from webhook.schemas import structural_errors
 
 SCHEMA = "blocks/disruption-mode"
@@ -40,8 +40,8 @@ def validate_against_policy(mode: Any, mode_path: Path, policy_kind: str | None,
         state = "this object has no scheduling policy, which resolves to basic"
     else:
         state = f"{policy_path} is " + ("basic" if policy_kind == "basic" else "not set, which resolves to basic")
-    return [invalid(mode_path, {"all": {}}, "the disruptionMode `all` is not supported with the Basic scheduling "
-                                            f'policy ({state}); "all" requires a gang scheduling policy')]
+    return by_rule([invalid(mode_path, {"all": {}}, "the disruptionMode `all` is not supported with the Basic scheduling "
+                                            f'policy ({state}); "all" requires a gang scheduling policy')], "DIS-2")
 
 
 def validate_update(new: Any, old: Any, path: Path) -> list[FieldError]:

@@ -14,7 +14,7 @@ from webhook.blocks import claims
 from webhook.mutation import additions
 from webhook.cluster.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
-from webhook.errors import FieldError, Path, forbidden, invalid
+from webhook.errors import FieldError, Path, by_rule, forbidden, invalid
 from webhook.schemas import structural_errors
 
 GROUP_NAME = Path("spec", "schedulingGroup", "podGroupName")
@@ -41,10 +41,10 @@ def membership(pod: dict, cfg: Config) -> tuple[str | None, list[FieldError]]:
     elif field_name and (problem := formats.dns_subdomain(field_name)):
         errors.append(invalid(GROUP_NAME, field_name, problem))
     if label is not None and (problem := formats.dns_subdomain(label)):
-        errors.append(invalid(label_path, label, f"must name a PodGroup: {problem}"))
+        errors += by_rule([invalid(label_path, label, f"must name a PodGroup: {problem}")], "POD-1")
     if field_name and label is not None and field_name != label:
-        errors.append(invalid(GROUP_NAME, field_name,
-                              f"must equal the {cfg.groupLabel} label ({label!r}); the Pod would join two groups"))
+        errors += by_rule([invalid(GROUP_NAME, field_name, f"must equal the {cfg.groupLabel} label ({label!r}); "
+                                                           "the Pod would join two groups")], "POD-3")
     return (field_name or label or None), errors
 
 
@@ -135,8 +135,8 @@ def _lookup(namespace: str, name: str, cfg: Config, view: ClusterView, out: PodO
         podgroup = view.podgroup(namespace, name)
     except ClusterUnavailable as exc:
         if deny:
-            out.errors.append(forbidden(GROUP_NAME, f"PodGroup {name!r} could not be looked up ({exc}) "
-                                                    "and pods.onMissingPodGroup is deny"))
+            out.errors += by_rule([forbidden(GROUP_NAME, f"PodGroup {name!r} could not be looked up ({exc}) "
+                                                         "and pods.onMissingPodGroup is deny")], "POD-5")
         else:
             out.warnings.append(f"{GROUP_NAME}: PodGroup {name!r} not looked up ({exc}); claims not injected")
         return None
@@ -144,8 +144,8 @@ def _lookup(namespace: str, name: str, cfg: Config, view: ClusterView, out: PodO
         if getattr(view, "disabled", False) and not deny:
             out.warnings.append(f"{GROUP_NAME}: no cluster view; claims of PodGroup {name!r} not injected")
         elif deny:
-            out.errors.append(invalid(GROUP_NAME, name, f"PodGroup {name!r} does not exist in namespace "
-                                                        f"{namespace!r} (pods.onMissingPodGroup: deny)"))
+            out.errors += by_rule([invalid(GROUP_NAME, name, f"PodGroup {name!r} does not exist in namespace "
+                                                             f"{namespace!r} (pods.onMissingPodGroup: deny)")], "POD-5")
         else:
             out.warnings.append(f"{GROUP_NAME}: PodGroup {name!r} not found yet; its claims were not injected")
         return None
@@ -153,8 +153,8 @@ def _lookup(namespace: str, name: str, cfg: Config, view: ClusterView, out: PodO
         out.warnings.append(f"{GROUP_NAME}: PodGroup {name!r} is malformed; its claims were not injected")
         return None
     if (podgroup.get("metadata") or {}).get("deletionTimestamp"):
-        out.errors.append(forbidden(GROUP_NAME, f"cannot create Pod referencing PodGroup {name!r} "
-                                                "because it is being deleted"))
+        out.errors += by_rule([forbidden(GROUP_NAME, f"cannot create Pod referencing PodGroup {name!r} "
+                                                     "because it is being deleted")], "POD-5")
         return None
     return podgroup
 
@@ -181,9 +181,9 @@ def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: PodO
             added.append({k: gc[k] for k in ("name", *claims.REFS) if gc.get(k)})
         elif claims.reference(pod_claims[i]) != claims.reference(gc):
             ref = next((f"{k}: {gc[k]}" for k in claims.REFS if gc.get(k)), "no reference")
-            out.errors.append(invalid(Path("spec", "resourceClaims", i), pod_claims[i],
-                                      f"conflicts with claim {gc['name']!r} of PodGroup {name!r} ({ref}); "
-                                      "the Pod would not share the group's claim"))
+            out.errors += by_rule([invalid(Path("spec", "resourceClaims", i), pod_claims[i],
+                                           f"conflicts with claim {gc['name']!r} of PodGroup {name!r} ({ref}); "
+                                           "the Pod would not share the group's claim")], "POD-4")
     if out.errors:
         return
     claims_wanted.extend(added)

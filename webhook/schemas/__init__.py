@@ -1,4 +1,5 @@
-"""The JSON Schemas (2020-12) shipped with the package, and the translation of
+"""The JSON Schemas (2020-12) published in the top-level `schemas/` folder
+(shipped inside the package), and the translation of
 jsonschema's findings into field errors, so no raw jsonschema message reaches
 a user. The schemas describe shape (types, int32 ranges); the meaning of each
 block (unions, limits, update rules) lives in its module under webhook.blocks.
@@ -27,8 +28,17 @@ BASE_ID = "https://workload-webhook.dev/schemas/"
 MAX_STRUCTURAL_ERRORS = 20
 
 
+def _root():
+    """The published schemas: packaged as webhook/schemas/published in a wheel
+    (pyproject maps the top-level `schemas/` there), read in place from a checkout."""
+    packaged = resources.files(__name__).joinpath("published")
+    if packaged.is_dir():
+        return packaged
+    return resources.files(__name__).joinpath("..", "..", "schemas")
+
+
 def _files():
-    root = resources.files(__name__)
+    root = _root()
     for entry in root.iterdir():
         if entry.name.endswith(".schema.json"):
             yield entry.name.removesuffix(".schema.json"), entry

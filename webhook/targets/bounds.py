@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.errors import FieldError, Path, forbidden, invalid
+from webhook.errors import FieldError, Path, by_rule, forbidden, invalid
 
 
 def min_count_against_size(count: Any, policy_path: Path, rule: str, size: int | None, size_name: str) -> list[FieldError]:
+    return by_rule(_against(count, policy_path, rule, size, size_name), "POL-3")
+
+
+def _against(count: Any, policy_path: Path, rule: str, size: int | None, size_name: str) -> list[FieldError]:
     path = policy_path.child("gang", "minCount")
     if rule == "unset":
         return [forbidden(path, "is set by the operator from the group's size; leave it unset")] if count is not None else []

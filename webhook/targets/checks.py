@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 from webhook.blocks.common import same
 from webhook.config import Target
-from webhook.errors import FieldError, Path, forbidden, immutable, invalid
+from webhook.errors import FieldError, Path, by_rule, forbidden, immutable, invalid
 from webhook.paths import FieldPath, get_or_none
 from webhook.semantics import Checks
 
@@ -128,5 +128,6 @@ def _immutable(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
 
 def validate(obj: dict, old: dict | None, target: Target) -> list[FieldError]:
     c = target.checks
-    return _exclusive(obj, old, c) + _owned(obj, old, c) + _references(obj, old, c) + _counts(obj, old, c) \
-        + _immutable(obj, old, c)
+    return (by_rule(_exclusive(obj, old, c), "TGT-5") + by_rule(_owned(obj, old, c), "TGT-6")
+            + by_rule(_references(obj, old, c), "TGT-7") + by_rule(_counts(obj, old, c), "TGT-8")
+            + by_rule(_immutable(obj, old, c), "TGT-9"))

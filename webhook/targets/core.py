@@ -11,7 +11,7 @@ from webhook.blocks import claims, composite, constraints, disruption, policy, p
 from webhook.blocks.common import CORE, check_immutable, same
 from webhook.cluster.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
-from webhook.errors import FieldError, Path, duplicate, forbidden, invalid, required, too_many
+from webhook.errors import FieldError, Path, by_rule, duplicate, forbidden, invalid, required, too_many
 from webhook.schemas import structural_errors
 
 MAX_TEMPLATES = 8          # WorkloadMaxPodGroupTemplates
@@ -327,7 +327,9 @@ def validate_podgroup(obj: dict, old: dict | None, cfg: Config, view: ClusterVie
         found.errors += _blocks_update(spec, old_spec, SPEC, leaf=True, constraints_frozen=cfg.gate(TAS))
     found.errors += _claim_statuses(obj, spec) + _conditions(obj)
     if old is None and cfg.checkPodGroupAgainstWorkload and view is not None and not found.errors:
+        before = len(found.errors)
         _against_workload(obj, spec, view, found)
+        found.errors[before:] = by_rule(found.errors[before:], "PG-2")
     return found
 
 

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 from webhook.blocks import claims, composite, constraints, disruption, policy
 from webhook.blocks.common import EMBEDDED, OBJECT_TYPES, check_no_set_no_unset, same
 from webhook.config import CompositeGroup, Config, LeafGroup, Target
-from webhook.errors import FieldError, Path, forbidden, invalid, too_many
+from webhook.errors import FieldError, Path, by_rule, forbidden, invalid, too_many
 from webhook.paths import FieldPath, WrongType, get, get_or_none
 from webhook.semantics import Semantics
 from webhook.targets import bounds, checks, size as sizes
@@ -144,9 +144,9 @@ def _gang_incompatible(inst: Instance, pol: Block | None, sem: Semantics) -> lis
     unset = not isinstance(value, dict) or all(value.get(m) is None for m in policy.MEMBERS)
     if pol is None or not (policy.kind_of(value) == policy.GANG or (unset and sem.defaultPolicy == policy.GANG)):
         return []
-    return [forbidden(pol.path.child("gang"), f"gang scheduling is incompatible with {path} {shown}")
-            for path, shown, holds, held in inst.guards
-            if holds and not (inst.updating and held and not pol.changed)]
+    return by_rule([forbidden(pol.path.child("gang"), f"gang scheduling is incompatible with {path} {shown}")
+                    for path, shown, holds, held in inst.guards
+                    if holds and not (inst.updating and held and not pol.changed)], "TGT-10")
 
 
 def _validate_leaf(inst: Instance, sem: Semantics, cfg: Config) -> list[FieldError]:
@@ -160,7 +160,7 @@ def _validate_leaf(inst: Instance, sem: Semantics, cfg: Config) -> list[FieldErr
         pol = _positive_min_count(pol)
     if inst.updating and inst.holder is not None:
         # `+k8s:update=NoSet,NoUnset` on the field holding the blocks: that error alone, as kube-apiserver.
-        held = check_no_set_no_unset(inst.holder.value, inst.holder.old, inst.holder.path)
+        held = by_rule(check_no_set_no_unset(inst.holder.value, inst.holder.old, inst.holder.path), "TGT-4")
         if held:
             return held
     # Create-time rules; on update only for blocks that changed (ratcheting).
@@ -249,7 +249,7 @@ def _too_many_groups(used: list[Instance], cap: int) -> FieldError:
     """TooMany at the list the groups fan out over (the root when they do not)."""
     path = next(iter(used[cap].blocks.values())).path
     last = max((i for i, seg in enumerate(path) if isinstance(seg, int)), default=0)
-    return too_many(Path(*path[:last]), len(used), cap)
+    return by_rule([too_many(Path(*path[:last]), len(used), cap)], "TGT-11")[0]
 
 
 def validate_target(obj: dict, old: dict | None, target: Target, cfg: Config) -> Findings:

@@ -39,12 +39,12 @@ def validations(cfg: Config) -> list[dict]:
          "reason": "Invalid"},
         {"expression": f"!({has_label}) || (size({label}) <= 253 && {label}.matches({subdomain}))",
          "messageExpression": f"{_cel_string(label_path)} + ': Invalid value: \"' + {label} + "
-                              "'\": must name a PodGroup: a lowercase RFC 1123 subdomain'",
+                              "'\": must name a PodGroup: a lowercase RFC 1123 subdomain (POD-1)'",
          "reason": "Invalid"},
         {"expression": f"!({has_label}) || !has({group}) || !({has_name}) || {name} == {label}",
          "messageExpression": f"'spec.schedulingGroup.podGroupName: Invalid value: \"' + {name} + "
                               f"'\": must equal the {cfg.groupLabel} label (\"' + {label} + "
-                              "'\"); the Pod would join two groups'",
+                              "'\"); the Pod would join two groups (POD-3)'",
          "reason": "Invalid"},
     ]
 
