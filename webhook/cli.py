@@ -13,6 +13,7 @@ import yaml
 from webhook import config as config_mod
 from webhook import engine, manifests
 from webhook.cluster.view import StaticView
+from webhook.enforcement import RANK
 from webhook.errors import ROOT, Verdict, invalid
 from webhook.mutation.patch import apply
 
@@ -64,7 +65,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for doc in docs:
         old = olds.get(manifests.identity(doc.obj)) if args.old else None
         if isinstance(doc.obj, dict):
-            verdict = engine.validate(engine.Request.for_object(doc.obj, old), cfg, view)
+            verdict = engine.validate(engine.Request.for_object(doc.obj, old), cfg, view, scope="cli")
         else:
             verdict = Verdict(errors=[invalid(ROOT, doc.obj, "a manifest must be an object")])
         results.append((doc, verdict))
@@ -74,7 +75,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for doc, v in results:
             _, kind, ns, name = manifests.identity(doc.obj)
             out.append({"file": doc.file, "kind": kind, "namespace": ns or None, "name": name,
-                        "allowed": v.allowed, "errors": [e.as_dict() for e in v.errors], "warnings": v.warnings})
+                        "allowed": v.allowed, "action": v.action, "errors": [e.as_dict() for e in v.errors],
+                        "warned": [e.as_dict() for e in v.warned], "audited": [e.as_dict() for e in v.audits],
+                        "warnings": v.warnings})
         for p in problems:
             out.append({"file": p.file, "kind": None, "namespace": None, "name": None, "allowed": False,
                         "errors": [{"field": "", "type": "Invalid", "detail": p.message}], "warnings": []})
@@ -88,13 +91,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
             prefix = f"{doc.file}: {kind} {ident}"
             for e in v.errors:
                 print(f"{prefix}: {e}")
+            for e in v.warned:
+                print(f"{prefix}: Warning: {e}")
+            for e in v.audits:
+                print(f"{prefix}: Audit: {e}")
             for w in v.warnings:
                 print(f"{prefix}: Warning: {w}")
             if v.allowed:
-                print(f"{prefix}: {'valid' if v.checked else 'skipped (no rules for this kind)'}")
+                state = "skipped (no rules for this kind)" if not v.checked else \
+                    "valid" if v.action is None else f"admitted with {v.action}-level violations (enforcement)"
+                print(f"{prefix}: {state}")
         bad = sum(1 for _, v in results if not v.allowed) + len(problems)
         print(f"{len(results)} object(s) checked, {bad} invalid", file=sys.stderr)
-    return EXIT_VIOLATION if problems or any(not v.allowed for _, v in results) else EXIT_OK
+    return EXIT_VIOLATION if problems or any(fails(v.action, args.fail_on) for _, v in results) else EXIT_OK
+
+
+def fails(action: str | None, fail_on: str) -> bool:
+    """`--fail-on`: a violation at or above this action fails the run (deny < warn < audit in reach)."""
+    return action is not None and RANK[action] <= RANK[fail_on]
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
@@ -340,6 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--config", metavar="FILE", help="configuration file (rules.md §5)")
     v.add_argument("--profile", action="append", type=_profile, metavar="NAME",
                    help="add a shipped profile: jobset, leaderworkerset, job-template:KIND.GROUP:JOBSPEC_PATH; repeatable")
+    v.add_argument("--fail-on", choices=("deny", "warn", "audit"), default="deny",
+                   help="exit 1 on violations enforced at or above this action (enforcement config; default deny)")
     v.add_argument("-o", "--output", choices=("text", "json"), default="text")
     v.set_defaults(func=cmd_validate)
 

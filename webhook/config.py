@@ -12,6 +12,7 @@ from webhook import formats, profiles
 from webhook.errors import FieldError, Path, invalid
 from webhook.paths import FieldPath, PathSyntaxError
 from webhook.schemas import structural_errors
+from webhook.enforcement import Enforcement, parse as parse_enforcement
 from webhook.semantics import Checks, Semantics, Size, parse_checks, parse_semantics, parse_size
 
 DEFAULT_GATES = {
@@ -130,6 +131,7 @@ class Config:
     targets: tuple[Target, ...] = ()
     server: ServerSettings = field(default_factory=ServerSettings)
     certificates: CertificateSettings = field(default_factory=CertificateSettings)
+    enforcement: Enforcement = field(default_factory=Enforcement)
 
     def gate(self, name: str) -> bool:
         return self.featureGates.get(name, False)
@@ -240,6 +242,7 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
         errors.append(invalid(Path("certificates", "graceSeconds"), grace,
                               f"must be at least 3 x checkIntervalSeconds ({3 * interval}): every replica must "
                               "see a new CA before certificates move to it"))
+    enforcement = parse_enforcement(data.get("enforcement"), errors)
     if cert.get("mode") == "secret" and "/" not in (cert.get("secret") or ""):
         errors.append(FieldError("Required", Path("certificates", "secret"), detail="namespace/name of the Secret for mode secret"))
     if errors:
@@ -261,6 +264,7 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
         targets=tuple(targets),
         server=ServerSettings(**(data.get("server") or {})),
         certificates=CertificateSettings(**{**cert, "dnsNames": tuple(cert.get("dnsNames") or ())}),
+        enforcement=enforcement,
     )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.cluster.view import ClusterView, DisabledView
+from webhook import enforcement
+from webhook.cluster.view import ClusterUnavailable, ClusterView, DisabledView
 from webhook.config import Config
 from webhook.errors import FieldError, Path, Verdict, invalid
 from webhook.mutation import patch, pods
@@ -65,12 +66,31 @@ def _guarded(fn, *args) -> Verdict:
         return Verdict(errors=[invalid(Path(), "", "object is nested too deeply")])
 
 
-def validate(req: Request, cfg: Config, view: ClusterView | None = None) -> Verdict:
-    return _guarded(_validate, req, cfg, view or DisabledView())
+def validate(req: Request, cfg: Config, view: ClusterView | None = None, scope: str = "admission") -> Verdict:
+    """`scope` (admission | cli | audit) selects the enforcement overrides that apply."""
+    view = view or DisabledView()
+    return _enforced(_guarded(_validate, req, cfg, view), req, cfg, view, scope)
 
 
-def mutate(req: Request, cfg: Config, view: ClusterView | None = None) -> Verdict:
-    return _guarded(_mutate, req, cfg, view or DisabledView())
+def mutate(req: Request, cfg: Config, view: ClusterView | None = None, scope: str = "admission") -> Verdict:
+    view = view or DisabledView()
+    return _enforced(_guarded(_mutate, req, cfg, view), req, cfg, view, scope)
+
+
+def _enforced(verdict: Verdict, req: Request, cfg: Config, view: ClusterView, scope: str) -> Verdict:
+    """Violations of this service's own rules as `enforcement` says (deny, warn, audit)."""
+    if not verdict.errors:
+        return verdict
+
+    def labels() -> dict | None:
+        lookup = getattr(view, "namespace_labels", None)
+        if lookup is None or not req.namespace:
+            return None
+        try:
+            return lookup(req.namespace)
+        except ClusterUnavailable:
+            return None          # unknown namespace labels: the rule-, target- and default actions apply
+    return enforcement.apply(verdict, cfg.enforcement, req.kind, labels, scope)
 
 
 def _validate(req: Request, cfg: Config, view: ClusterView) -> Verdict:

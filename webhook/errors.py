@@ -218,6 +218,13 @@ class Verdict:
     warnings: list[str] = dc_field(default_factory=list)
     patch: list[dict] | None = None
     checked: bool = True  # False when no rule applies to this kind
+    warned: list[FieldError] = dc_field(default_factory=list)   # violations enforced as `warn` (also in warnings)
+    audits: list[FieldError] = dc_field(default_factory=list)   # violations enforced as `audit`: admitted, recorded
+
+    @property
+    def action(self) -> str | None:
+        """The strictest enforcement action this verdict carries (None: no violation)."""
+        return "deny" if self.errors else "warn" if self.warned else "audit" if self.audits else None
 
     @property
     def allowed(self) -> bool:

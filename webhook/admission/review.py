@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from webhook import enforcement
 from webhook.engine import Request
 from webhook.errors import Verdict
 
@@ -19,6 +20,8 @@ MAX_CAUSES = 100           # a denial lists at most this many field errors
 MAX_WARNINGS = 20
 MAX_WARNING_CHARS = 120
 MAX_CAUSE_CHARS = 1024     # field paths are built from the object's own keys: bounded in every answer
+# kube-apiserver records it as `<webhook name>/violations` in the audit event.
+AUDIT_KEY = "violations"
 
 
 class BadReview(Exception):
@@ -150,8 +153,12 @@ def respond(uid: str, verdict: Verdict, review: Review | None = None) -> dict:
     elif verdict.patch:
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(orjson.dumps(verdict.patch)).decode()
-    if verdict.warnings:
-        response["warnings"] = [_warning(w) for w in verdict.warnings[:MAX_WARNINGS]]
+    # Violations enforced as `warn` keep their whole text (rule id last); soft findings are short.
+    warnings = [cut(str(e)) for e in verdict.warned] + [_warning(w) for w in verdict.warnings]
+    if warnings:
+        response["warnings"] = warnings[:MAX_WARNINGS]
+    if verdict.audits:
+        response["auditAnnotations"] = {AUDIT_KEY: enforcement.annotation(verdict.audits)}
     return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}
 
 

@@ -16,6 +16,7 @@ from webhook.cluster.view import SCHEDULING_GROUP, ClusterUnavailable
 log = logging.getLogger("workload_webhook.cluster")
 
 RELIST = "relist"
+NAMESPACE_TTL = 30.0
 GONE = 410
 LIST_TIMEOUT = (5, 60)   # connect, read
 
@@ -145,6 +146,7 @@ class ClusterCache:
         from kubernetes import client
         self.timeout = timeout
         self.api = client.CustomObjectsApi(api_client)
+        self._namespaces: dict[str, tuple[float, dict | None]] = {}
         self.informers = {
             "podgroups": Informer(self.api, "podgroups", ("v1beta1", "v1alpha3")),
             "workloads": Informer(self.api, "workloads", ("v1beta1", "v1alpha3")),
@@ -199,6 +201,29 @@ class ClusterCache:
         if time.monotonic() - started >= self.timeout:
             raise ClusterUnavailable(f"API server did not answer within {self.timeout:g}s")
         return None
+
+    def namespace_labels(self, name: str) -> dict | None:
+        """A namespace's labels (enforcement by namespace), read with a bounded GET
+        and kept for NAMESPACE_TTL seconds: labels change rarely, admission is hot."""
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+        now = time.monotonic()
+        hit = self._namespaces.get(name)
+        if hit is not None and now - hit[0] < NAMESPACE_TTL:
+            return hit[1]
+        try:
+            ns = client.CoreV1Api(self.api.api_client).read_namespace(name, _request_timeout=self.timeout)
+            labels = dict(ns.metadata.labels or {})
+        except ApiException as exc:
+            if exc.status != 404:
+                raise ClusterUnavailable(f"API server answered {exc.status} {exc.reason}") from None
+            labels = None
+        except Exception as exc:
+            raise ClusterUnavailable(f"namespace {name!r} not read ({type(exc).__name__})") from None
+        if len(self._namespaces) > 10_000:
+            self._namespaces.clear()
+        self._namespaces[name] = (now, labels)
+        return labels
 
     def podgroup(self, namespace: str, name: str) -> dict | None:
         return self._lookup("podgroups", namespace, name)

@@ -20,6 +20,9 @@ class ClusterView(Protocol):
 
     def workload(self, namespace: str, name: str) -> dict | None: ...
 
+    # Optional: the labels of a namespace (enforcement by namespace); None when unknown.
+    # def namespace_labels(self, name: str) -> dict | None: ...
+
 
 class StaticView:
     """A view over a fixed list of objects (CLI `--context`, tests)."""
@@ -34,12 +37,19 @@ class StaticView:
             meta = obj.get("metadata") or {}
             if group == SCHEDULING_GROUP and obj.get("kind") in ("PodGroup", "Workload") and isinstance(meta, dict):
                 self._objects[(obj["kind"], meta.get("namespace") or "default", meta.get("name") or "")] = obj
+            elif obj.get("apiVersion") == "v1" and obj.get("kind") == "Namespace" and isinstance(meta, dict):
+                self._objects[("Namespace", "", meta.get("name") or "")] = obj
 
     def podgroup(self, namespace: str, name: str) -> dict | None:
         return self._objects.get(("PodGroup", namespace or "default", name))
 
     def workload(self, namespace: str, name: str) -> dict | None:
         return self._objects.get(("Workload", namespace or "default", name))
+
+    def namespace_labels(self, name: str) -> dict | None:
+        ns = self._objects.get(("Namespace", "", name))
+        labels = ((ns or {}).get("metadata") or {}).get("labels") if ns else None
+        return dict(labels) if isinstance(labels, dict) else ({} if ns else None)
 
 
 class DisabledView:

@@ -79,6 +79,8 @@ class Admission:
                                                   "kind": bounded(req.kind)})
             metrics.ERRORS.labels(endpoint).inc()
             answer, outcome, verdict = review.internal_error(parsed.uid), "error", None
+        if verdict is not None and (verdict.warned or verdict.audits):
+            _record_enforced(verdict, req, parsed, endpoint)
         elapsed = time.perf_counter() - started
         metrics.REQUESTS.labels(endpoint, self._kind(req), req.operation, outcome).inc()
         metrics.LATENCY.labels(endpoint).observe(elapsed)
@@ -87,6 +89,17 @@ class Admission:
         if log.isEnabledFor(level):
             log.log(level, "%s %s", endpoint, outcome, extra=request_fields(parsed, endpoint, outcome, elapsed, verdict))
         return 200, review.encode(answer), False
+
+
+def _record_enforced(verdict, req: engine.Request, parsed, endpoint: str) -> None:
+    """Admitted violations (enforcement warn/audit): a metric per rule and one log line."""
+    for action, errors in (("warn", verdict.warned), ("audit", verdict.audits)):
+        for e in errors:
+            metrics.ENFORCED.labels(e.rule or "", action).inc()
+        if errors:
+            log.info("%s admitted with %d %s violation(s)", endpoint, len(errors), action,
+                     extra={**request_fields(parsed, endpoint, action, 0.0, None),
+                            "violations": [bounded(str(e)) for e in errors[:20]]})
 
 
 def _error(reason: str) -> bytes:

@@ -11,7 +11,7 @@ from typing import Any
 from webhook.admission.review import cut
 
 _FIELDS = ("uid", "endpoint", "kind", "operation", "namespace", "object", "verdict", "latency_ms", "dry_run",
-           "status", "reason", "errors", "warnings")
+           "status", "reason", "errors", "warnings", "violations")
 
 
 MAX_FIELD_CHARS = 256      # any string taken from a request, in a log line

@@ -17,6 +17,8 @@ CONNECTIONS_DROPPED = Counter("workload_webhook_connections_dropped_total",
 ERRORS = Counter("workload_webhook_internal_errors_total", "Objects the engine failed to judge", ["endpoint"])
 LOOKUPS = Counter("workload_webhook_cluster_lookups_total", "PodGroup/Workload lookups by where the answer came from",
                   ["resource", "source"])   # source: cache | api | missing | unavailable
+ENFORCED = Counter("workload_webhook_enforced_violations_total",
+                   "Violations admitted by the enforcement config (action warn or audit), by rule id", ["rule", "action"])
 CACHE_SYNCED = Gauge("workload_webhook_cluster_cache_synced", "1 when this worker's watch cache of the resource has synced",
                      ["resource"], multiprocess_mode="livemin")
 
