@@ -79,8 +79,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                         "warned": [e.as_dict() for e in v.warned], "audited": [e.as_dict() for e in v.audits],
                         "warnings": v.warnings})
         for p in problems:
-            out.append({"file": p.file, "kind": None, "namespace": None, "name": None, "allowed": False,
-                        "errors": [{"field": "", "type": "Invalid", "detail": p.message}], "warnings": []})
+            out.append({"file": p.file, "kind": None, "namespace": None, "name": None, "allowed": False, "action": "deny",
+                        "errors": [{"field": "", "type": "Invalid", "detail": p.message}], "warned": [], "audited": [],
+                        "warnings": []})
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
