@@ -164,6 +164,16 @@ def cmd_schemas(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from webhook.serve_command import cmd_serve as serve
+    return serve(args)
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from webhook.audit import command
+    return command.run(args, _load_config(args.config, args.profile))
+
+
 def _target_schema(args: argparse.Namespace) -> int:
     from webhook.schemas.target import for_target
     cfg = _load_config(args.config, args.profile)
@@ -186,121 +196,6 @@ def _target_schema(args: argparse.Namespace) -> int:
             f.write(schema)
         print(path)
     return EXIT_OK
-
-
-ENV_PREFIX = "WW_"
-# flag name -> (ServerSettings field, type); each also reads WW_<FIELD> from the environment.
-SERVER_FLAGS = {
-    "port": ("port", int), "bind_address": ("bindAddress", str), "cert_dir": ("certDir", str),
-    "workers": ("workers", int), "max_body_bytes": ("maxBodyBytes", int),
-    "lookup_timeout": ("lookupTimeoutSeconds", float), "log_level": ("logLevel", str),
-    "log_format": ("logFormat", str), "cluster": ("cluster", str),
-    "handshake_timeout": ("handshakeTimeoutSeconds", float), "idle_timeout": ("idleTimeoutSeconds", float),
-    "max_connections": ("maxConnections", int),
-}
-
-
-def server_settings(cfg: config_mod.Config, args: argparse.Namespace, environ=None) -> config_mod.ServerSettings:
-    """Flags over environment variables over the config file over defaults."""
-    import dataclasses
-    import os
-    environ = os.environ if environ is None else environ
-    values = {}
-    for flag, (name, kind) in SERVER_FLAGS.items():
-        raw = getattr(args, flag, None)
-        env_name = ENV_PREFIX + flag.upper()
-        if raw is None and environ.get(env_name):
-            raw = environ[env_name]
-            try:
-                raw = kind(raw)
-            except ValueError:
-                raise config_mod.ConfigError(env_name, [f"{env_name}: not a valid {kind.__name__}: {raw!r}"]) from None
-        if raw is not None:
-            values[name] = raw
-    merged = dataclasses.replace(cfg.server, **values)
-    problems = config_mod.server_problems(merged)
-    if problems:
-        raise config_mod.ConfigError("server settings", problems)
-    return merged
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    # First, before anything imports ssl (gunicorn does): connections, the certificate
-    # sync and the watch caches' API calls become greenlets (webhook.server.worker).
-    from gevent import monkey
-    monkey.patch_all()
-    import os
-    import tempfile
-    cfg = _load_config(args.config or os.environ.get(ENV_PREFIX + "CONFIG"))
-    try:
-        settings = server_settings(cfg, args)
-    except config_mod.ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return EXIT_USAGE
-    from webhook import certs
-    sync = None
-    if cfg.certificates.mode == "secret":
-        sync = _start_certificate_sync(cfg, settings, args.kubeconfig or os.environ.get("KUBECONFIG"))
-        if sync is None:
-            return EXIT_USAGE
-        paths = sync.paths
-    else:
-        paths, generated = certs.ensure(settings.certDir)
-        if generated:
-            print(f"generated development certificates in {settings.certDir}; CA: {paths.ca_cert}", file=sys.stderr)
-        else:
-            print(f"serving with {paths.cert}", file=sys.stderr)
-    # Metrics of all workers add up through files in this directory (prometheus multiprocess mode);
-    # files of an earlier run (a restarted container keeps its emptyDir) would add up too.
-    metrics_dir = os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="workload-webhook-metrics-"))
-    os.makedirs(metrics_dir, exist_ok=True)
-    for stale in os.listdir(metrics_dir):
-        if stale.endswith(".db"):
-            os.unlink(os.path.join(metrics_dir, stale))
-    from webhook.server.gunicorn_app import Launch, WebhookServer
-    import dataclasses
-    cfg = dataclasses.replace(cfg, server=settings)
-    WebhookServer(Launch(cfg, paths, kubeconfig=args.kubeconfig or os.environ.get("KUBECONFIG"),
-                         cert_sync=sync)).run()
-    return EXIT_OK
-
-
-def _certificate_sync(cfg, cert_dir: str, cluster_mode: str, kubeconfig: str | None):
-    import datetime as dt
-    from webhook import certs
-    from webhook.cluster.cache import api_client
-    from webhook.cluster.certsync import CertSync, Policy
-    c = cfg.certificates
-    api = api_client("kubeconfig" if cluster_mode == "kubeconfig" else "auto", kubeconfig)
-    if api is None:
-        raise RuntimeError("certificates.mode secret needs a cluster (in-cluster or a kubeconfig)")
-    namespace, _, name = c.secret.partition("/")
-    policy = Policy(ca_validity=dt.timedelta(seconds=c.caValiditySeconds),
-                    leaf_validity=dt.timedelta(seconds=c.leafValiditySeconds),
-                    grace=dt.timedelta(seconds=c.graceSeconds),
-                    dns_names=tuple(c.dnsNames) or certs.DEFAULT_DNS)
-    return CertSync(api, namespace, name, c.webhookConfiguration, cert_dir, policy)
-
-
-def _start_certificate_sync(cfg, settings, kubeconfig: str | None):
-    """First sync in the foreground, so there is a certificate to serve. The loop
-    itself then runs as a thread of the gunicorn master (started when it is
-    ready): workers come and go, the master stays, and workers' /healthz fails
-    if the loop stalls."""
-    import time
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            sync = _certificate_sync(cfg, settings.certDir, settings.cluster, kubeconfig)
-            sync.step()
-            break
-        except Exception as exc:
-            if time.monotonic() > deadline:
-                print(f"error: certificates from Secret {cfg.certificates.secret}: {exc}", file=sys.stderr)
-                return None
-            time.sleep(2)
-    print(f"serving certificates from Secret {cfg.certificates.secret} (renewed automatically)", file=sys.stderr)
-    return sync
 
 
 def cmd_certs(args: argparse.Namespace) -> int:
@@ -414,6 +309,18 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--pod-failure-policy", choices=("Fail", "Ignore"), default="Fail")
     w.add_argument("--timeout", type=int, default=5, choices=range(1, 31), metavar="SECONDS")
     w.set_defaults(func=cmd_webhook_configs)
+
+    a = sub.add_parser("audit", help="judge the objects already in a cluster; optionally write policy reports")
+    a.add_argument("--config", metavar="FILE")
+    a.add_argument("--profile", action="append", type=_profile, metavar="NAME", help="as for validate")
+    a.add_argument("--kubeconfig", metavar="FILE", help="default: in-cluster, else $KUBECONFIG / ~/.kube/config")
+    a.add_argument("--report", action="store_true", help="write policy reports: one per namespace and a cluster report")
+    a.add_argument("--report-format", choices=("openreports", "wgpolicy"), default="openreports")
+    a.add_argument("--fail-on", choices=("deny", "warn", "audit"), default="deny")
+    a.add_argument("--page-size", type=int, default=500, metavar="N", help="objects per LIST page (memory follows it)")
+    a.add_argument("--max-results", type=int, default=1000, metavar="N", help="results listed per report")
+    a.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    a.set_defaults(func=cmd_audit)
 
     s = sub.add_parser("schemas", help="list the published JSON Schemas, or print one; --target: a target's schema")
     s.add_argument("name", nargs="?")

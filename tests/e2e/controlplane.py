@@ -68,7 +68,16 @@ DEFAULT_RUNTIME_CONFIG: tuple[str, ...] = (
 #: ("ServiceAccount", "PodGroupProtection") to avoid that.
 DEFAULT_DISABLED_ADMISSION_PLUGINS: tuple[str, ...] = ("ServiceAccount",)
 
-SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"  # config value only; nothing dials it
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    resources: [{group: audit.example.com}]
+  - level: None
+"""  # config value only; nothing dials it
 
 
 class ControlPlaneError(RuntimeError):
@@ -523,6 +532,13 @@ class ControlPlane:
             "--endpoint-reconciler-type=none",
             "--profiling=false",
         ]
+        # Audit events for the audit-enforcement test: only the test CRD group, metadata level
+        # (the level that carries webhooks' audit annotations); nothing else is logged.
+        self.audit_log_path = self.work_dir / "audit.log"
+        policy_path = self.work_dir / "audit-policy.yaml"
+        policy_path.write_text(AUDIT_POLICY)
+        args += [f"--audit-policy-file={policy_path}", f"--audit-log-path={self.audit_log_path}",
+                 "--audit-log-mode=blocking", "--audit-log-maxsize=50"]
         if self.disable_admission_plugins:
             args.append(f"--disable-admission-plugins={','.join(self.disable_admission_plugins)}")
         if self.runtime_config:

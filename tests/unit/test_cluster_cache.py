@@ -7,7 +7,7 @@ import json
 import pytest
 from kubernetes import watch
 
-from webhook import cli, config
+from webhook import config, serve_command
 from webhook.cluster.cache import RELIST, Store
 
 
@@ -79,21 +79,21 @@ def test_unknown_or_broken_events_ask_for_a_relist():
 
 # --- server settings: flags over environment over the config file
 def ns(**kw):
-    base = {k: None for k in cli.SERVER_FLAGS}
+    base = {k: None for k in serve_command.SERVER_FLAGS}
     base.update(kw)
     return argparse.Namespace(**base)
 
 
 def test_server_settings_precedence():
     cfg = config.from_dict({"server": {"port": 9000, "workers": 3, "logFormat": "text"}})
-    s = cli.server_settings(cfg, ns(port=9443), environ={"WW_PORT": "9100", "WW_WORKERS": "5"})
+    s = serve_command.server_settings(cfg, ns(port=9443), environ={"WW_PORT": "9100", "WW_WORKERS": "5"})
     assert (s.port, s.workers, s.logFormat, s.maxBodyBytes) == (9443, 5, "text", 7 * 1024 * 1024)
 
 
 @pytest.mark.parametrize("env", [{"WW_PORT": "http"}, {"WW_WORKERS": "0"}, {"WW_LOG_FORMAT": "xml"}])
 def test_server_settings_refuse_bad_values(env):
     with pytest.raises(config.ConfigError):
-        cli.server_settings(config.Config(), ns(), environ=env)
+        serve_command.server_settings(config.Config(), ns(), environ=env)
 
 
 def test_informer_backs_off_against_a_server_that_drops_every_connection(tmp_path):

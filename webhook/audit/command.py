@@ -1,0 +1,72 @@
+"""The `audit` command: list, judge, print, optionally write reports.
+Exit codes: 0 nothing at or above --fail-on, 1 violations at or above it,
+2 usage, configuration or cluster errors."""
+from __future__ import annotations
+
+import json
+import sys
+
+from webhook.audit import lister as lister_mod
+from webhook.audit import reports
+from webhook.audit.runner import judge_all
+from webhook.enforcement import RANK
+
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
+
+
+def run(args, cfg) -> int:
+    from kubernetes.client.rest import ApiException
+
+    from webhook.cluster.cache import ClusterCache, api_client
+    from webhook.cluster.view import ClusterUnavailable
+    try:
+        api = api_client("kubeconfig" if args.kubeconfig else "auto", args.kubeconfig)
+        if api is None:
+            print("error: no cluster: give --kubeconfig, or run in a cluster", file=sys.stderr)
+            return EXIT_USAGE
+        lister = lister_mod.Lister(api, page_size=args.page_size)
+        view = ClusterCache(api, timeout=cfg.server.lookupTimeoutSeconds)   # GET on demand, no watch started
+
+        def every_object():
+            for res in lister_mod.resources(cfg):
+                yield from lister.objects(res)
+        outcome = judge_all(every_object(), cfg, view, args.max_results)
+        outcome.skipped = lister.skipped
+        written = reports.write(api, outcome, args.report_format) if args.report else []
+    except (ApiException, ClusterUnavailable, OSError) as exc:
+        reason = f"{exc.status} {exc.reason}" if isinstance(exc, ApiException) else str(exc)
+        print(f"error: the cluster could not be audited: {reason}", file=sys.stderr)
+        return EXIT_USAGE
+    _print(outcome, written, args.output)
+    worst = outcome.worst()
+    return EXIT_VIOLATION if worst is not None and RANK[worst] <= RANK[args.fail_on] else EXIT_OK
+
+
+def _print(outcome, written: list[str], output: str) -> None:
+    rows = sorted(outcome.by_rule.items(), key=lambda kv: (RANK[kv[0][1]], kv[0][0]))
+    if output == "json":
+        json.dump({"objects": outcome.objects,
+                   "summary": [{"rule": r, "action": a, "violations": n, "objects": outcome.objects_by_rule[(r, a)]}
+                               for (r, a), n in rows],
+                   "violations": [{"kind": j.kind, "namespace": j.namespace or None, "name": j.name, "action": j.action,
+                                   "errors": [vars(v) for v in j.violations]}
+                                  for ns in sorted(outcome.found) for j in outcome.found[ns]],
+                   "notReported": sum(outcome.dropped.values()), "skipped": outcome.skipped, "reports": written},
+                  sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    print(f"{'RULE':<10} {'ACTION':<7} {'VIOLATIONS':>10} {'OBJECTS':>8}")
+    for (rule, action), n in rows:
+        print(f"{rule:<10} {action:<7} {n:>10} {outcome.objects_by_rule[(rule, action)]:>8}")
+    for ns in sorted(outcome.found):
+        for j in outcome.found[ns]:
+            ident = f"{ns}/{j.name}" if ns else j.name
+            for v in j.violations:
+                tag = f" ({v.rule})" if v.rule and not v.message.endswith(f"({v.rule})") else ""
+                print(f"{j.kind} {ident}: {v.action}: {v.field}: {v.message}{tag}")
+    if sum(outcome.dropped.values()):
+        print(f"{sum(outcome.dropped.values())} more violations counted but not listed (--max-results)")
+    for line in outcome.skipped + written:
+        print(line)
+    bad = sum(len(j) for j in outcome.found.values())
+    print(f"{outcome.objects} object(s) audited, {bad} with violations", file=sys.stderr)

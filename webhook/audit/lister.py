@@ -1,0 +1,76 @@
+"""Every core scheduling object and every configured target in a cluster,
+page by page (`limit`/`continue`): memory follows the page size, not the
+cluster. A resource the cluster does not serve is skipped and said so."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from webhook.config import Config
+
+SCHEDULING = "scheduling.k8s.io"
+CORE = (("Workload", "workloads", ("v1beta1", "v1alpha3")), ("PodGroup", "podgroups", ("v1beta1", "v1alpha3")),
+        ("CompositePodGroup", "compositepodgroups", ("v1alpha3",)))
+TIMEOUT = (5, 60)
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    kind: str
+    plural: str
+    versions: tuple[str, ...]      # tried in order; empty: the group's preferred version
+
+
+def resources(cfg: Config) -> list[Resource]:
+    out = [Resource(SCHEDULING, kind, plural, versions) for kind, plural, versions in CORE]
+    out += [Resource(t.group, t.kind, t.resource, t.versions) for t in cfg.targets]
+    return out
+
+
+class Lister:
+    def __init__(self, api_client, page_size: int = 500):
+        from kubernetes import client
+        self.api = client.CustomObjectsApi(api_client)
+        self.raw = api_client
+        self.page_size = page_size
+        self.skipped: list[str] = []
+
+    def _preferred(self, group: str) -> str | None:
+        from kubernetes.client.rest import ApiException
+        try:
+            data = self.raw.call_api(f"/apis/{group}", "GET", response_type="object", auth_settings=["BearerToken"],
+                                     _return_http_data_only=True, _request_timeout=TIMEOUT)
+        except ApiException:
+            return None
+        return ((data or {}).get("preferredVersion") or {}).get("version")
+
+    def version(self, res: Resource) -> str | None:
+        """The first version of the resource the cluster serves."""
+        from kubernetes.client.rest import ApiException
+        candidates = res.versions or tuple(v for v in (self._preferred(res.group),) if v)
+        for v in candidates:
+            try:
+                self.api.list_cluster_custom_object(res.group, v, res.plural, limit=1, _request_timeout=TIMEOUT)
+                return v
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+        return None
+
+    def objects(self, res: Resource) -> Iterator[dict]:
+        version = self.version(res)
+        if version is None:
+            self.skipped.append(f"{res.plural}.{res.group}: not served by this cluster")
+            return
+        token = None
+        while True:
+            page = self.api.list_cluster_custom_object(res.group, version, res.plural, limit=self.page_size,
+                                                       _continue=token, _request_timeout=TIMEOUT)
+            for item in page.get("items") or []:
+                item.setdefault("apiVersion", f"{res.group}/{version}")
+                item.setdefault("kind", res.kind)
+                yield item
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
