@@ -316,7 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--kubeconfig", metavar="FILE", help="default: in-cluster, else $KUBECONFIG / ~/.kube/config")
     a.add_argument("--report", action="store_true", help="write policy reports: one per namespace and a cluster report")
     a.add_argument("--report-format", choices=("openreports", "wgpolicy"), default="openreports")
-    a.add_argument("--fail-on", choices=("deny", "warn", "audit"), default="deny")
+    a.add_argument("--fail-on", choices=("deny", "warn", "audit", "never"), default="deny",
+                   help="exit 1 on violations enforced at or above this action; never: exit 0 (a CronJob)")
     a.add_argument("--page-size", type=int, default=500, metavar="N", help="objects per LIST page (memory follows it)")
     a.add_argument("--max-results", type=int, default=1000, metavar="N", help="results listed per report")
     a.add_argument("-o", "--output", choices=("text", "json"), default="text")

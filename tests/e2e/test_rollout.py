@@ -166,3 +166,59 @@ def test_audit_reports_two_thousand_objects(cluster, kubectl, crd, tmp_path):
     polr = json.loads(kubectl("get", "policyreports.wgpolicyk8s.io", "-n", "rollout-a", "workload-webhook", "-o", "json").stdout)
     assert polr["summary"]["fail"] == fails["rollout-a"]
     clear(kubectl)
+
+
+def test_the_chart_audit_cronjob_runs_with_the_least_rbac(cluster, kubectl, crd, tmp_path):
+    """The chart's CronJob (off by default) and its ServiceAccount: the rendered
+    RBAC is applied for real; the audit run as that ServiceAccount writes its
+    reports, and the account can do nothing else."""
+    import base64
+    ns, release = "rollout-chart", "rc"
+    name = f"{release}-workload-webhook-audit"
+    kubectl("create", "namespace", ns, check=False)
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"webhook": {"url": "https://127.0.0.1:9"}, "audit": {"enabled": True},
+                                      "config": {"targets": [TARGET], "featureGates": adopters.ALL_GATES}}))
+    chart = os.path.join(REPO, "charts", "workload-webhook")
+    out = subprocess.run([cluster.helm, "template", release, chart, "-n", ns, "-f", str(values)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    assert not [d for d in yaml.safe_load_all(subprocess.run(
+        [cluster.helm, "template", release, chart, "-n", ns, "--set", "webhook.url=https://127.0.0.1:9"],
+        capture_output=True, text=True, timeout=60).stdout) if d and d["kind"] == "CronJob"], "the audit is off by default"
+    audit_docs = [d for d in docs if d["metadata"]["name"] == name]
+    assert {d["kind"] for d in audit_docs} == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "CronJob"}
+    rbac = [dict(d, metadata={**d["metadata"], "namespace": ns}) if d["kind"] == "ServiceAccount" else d
+            for d in audit_docs if d["kind"] != "CronJob"]
+    kubectl.apply(rbac)
+    cron = next(d for d in audit_docs if d["kind"] == "CronJob")
+    cron["metadata"]["namespace"] = ns
+    kubectl.apply(cron, "--dry-run=server")
+    assert cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["serviceAccountName"] == name
+    who = f"system:serviceaccount:{ns}:{name}"
+
+    def can(*args) -> bool:
+        return kubectl("auth", "can-i", *args, "--as", who, check=False).stdout.strip() == "yes"
+    assert can("list", f"{PLURAL}.{GROUP}", "--all-namespaces") and can("create", "reports.openreports.io", "-n", "x")
+    for denied in (["get", "secrets", "-n", ns], ["delete", f"{PLURAL}.{GROUP}", "-n", "rollout-a"],
+                   ["update", "workloads.scheduling.k8s.io", "-n", "x"], ["create", "pods", "-n", ns], ["*", "*"]):
+        assert not can(*denied), denied
+    token = kubectl("create", "token", name, "-n", ns, "--duration=1h").stdout.strip()
+    with open(cluster.ca_path, "rb") as f:
+        ca = base64.b64encode(f.read()).decode()
+    kubeconfig = tmp_path / "audit-sa.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "c", "cluster": {"server": cluster.url, "certificate-authority-data": ca}}],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}]}))
+    kubectl.create(auditjob("chart-bad", "rollout-chart", BAD))
+    config = tmp_path / "chart-config.yaml"
+    config.write_text(yaml.safe_dump({"targets": [TARGET], "featureGates": adopters.ALL_GATES}))
+    proc = subprocess.run([sys.executable, "-m", "webhook", "audit", "--config", str(config), "--kubeconfig",
+                           str(kubeconfig), "--report", "--fail-on", "never"], capture_output=True, text=True,
+                          cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = kubectl.get("reports.openreports.io", "workload-webhook", "rollout-chart")
+    assert report["summary"]["fail"] == 1 and report["results"][0]["resources"][0]["name"] == "chart-bad"

@@ -39,7 +39,8 @@ def run(args, cfg) -> int:
         return EXIT_USAGE
     _print(outcome, written, args.output)
     worst = outcome.worst()
-    return EXIT_VIOLATION if worst is not None and RANK[worst] <= RANK[args.fail_on] else EXIT_OK
+    failing = args.fail_on != "never" and worst is not None and RANK[worst] <= RANK[args.fail_on]
+    return EXIT_VIOLATION if failing else EXIT_OK
 
 
 def _print(outcome, written: list[str], output: str) -> None:
