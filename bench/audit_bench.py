@@ -64,7 +64,7 @@ def audit(cp, work: str, page_size: int) -> tuple[float, float, dict]:
     code = ("import resource, subprocess, sys, time, json; t = time.monotonic(); "
             "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
             "print(json.dumps({'rc': p.returncode, 'seconds': time.monotonic() - t, "
-            "'peak_kib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, 'out': p.stdout[-20000:], 'err': p.stderr[-2000:]}))")
+            "'peak_kib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, 'out': p.stdout, 'err': p.stderr[-2000:]}))")
     proc = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "webhook", "audit", "--config", config,
                            "--kubeconfig", cp.kubeconfig("admin"), "--report", "--page-size", str(page_size), "-o", "json"],
                           capture_output=True, text=True, cwd=REPO, timeout=3600)
