@@ -127,10 +127,12 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             print(f"{doc.file}: error: not an object", file=sys.stderr)
             status = EXIT_VIOLATION
             continue
-        verdict = engine.mutate(engine.Request.for_object(doc.obj), cfg, view)
+        verdict = engine.mutate(engine.Request.for_object(doc.obj), cfg, view, scope="cli")
         kind, ident, _ = _label(doc.obj)
-        for w in verdict.warnings:
+        for w in [*map(str, verdict.warned), *verdict.warnings]:
             print(f"{doc.file}: {kind} {ident}: Warning: {w}", file=sys.stderr)
+        for e in verdict.audits:
+            print(f"{doc.file}: {kind} {ident}: Audit: {e}", file=sys.stderr)
         if not verdict.allowed:
             for e in verdict.errors:
                 print(f"{doc.file}: {kind} {ident}: {e}", file=sys.stderr)
@@ -169,6 +171,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(args)
 
 
+def _at_least(low: int):
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}")
+        return value
+    return parse
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from webhook.audit import command
     return command.run(args, _load_config(args.config, args.profile))
@@ -184,7 +195,10 @@ def _target_schema(args: argparse.Namespace) -> int:
         print(f"error: {args.target!r} {why}; targets: {known}", file=sys.stderr)
         return EXIT_USAGE
     target = matches[0]
-    schema = json.dumps(for_target(target, dis2=cfg.forbidAllWithBasic), indent=2) + "\n"
+    def denied(rule: str) -> bool:      # a rule relaxed to warn/audit must not fail an editor or kubeconform
+        return cfg.enforcement.action(rule, target.kind, lambda: None, "cli") == "deny"
+    schema = json.dumps(for_target(target, dis2=cfg.forbidAllWithBasic and denied("DIS-2"), owned=denied("TGT-6")),
+                        indent=2) + "\n"
     if not args.out:
         sys.stdout.write(schema)
         return EXIT_OK
@@ -318,8 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--report-format", choices=("openreports", "wgpolicy"), default="openreports")
     a.add_argument("--fail-on", choices=("deny", "warn", "audit", "never"), default="deny",
                    help="exit 1 on violations enforced at or above this action; never: exit 0 (a CronJob)")
-    a.add_argument("--page-size", type=int, default=500, metavar="N", help="objects per LIST page (memory follows it)")
-    a.add_argument("--max-results", type=int, default=1000, metavar="N", help="results listed per report")
+    a.add_argument("--page-size", type=_at_least(1), default=500, metavar="N", help="objects per LIST page (memory follows it)")
+    a.add_argument("--max-results", type=_at_least(0), default=1000, metavar="N", help="results listed per report")
     a.add_argument("-o", "--output", choices=("text", "json"), default="text")
     a.set_defaults(func=cmd_audit)
 

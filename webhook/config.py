@@ -13,7 +13,7 @@ from webhook.errors import FieldError, Path, invalid
 from webhook.paths import FieldPath, PathSyntaxError
 from webhook.schemas import structural_errors
 from webhook.enforcement import Enforcement, parse as parse_enforcement
-from webhook.semantics import Checks, Semantics, Size, parse_checks, parse_semantics, parse_size
+from webhook.semantics import Checks, Semantics, Size, parse_checks, parse_semantics, parse_size, within_fanout
 
 DEFAULT_GATES = {
     "GenericWorkload": True,
@@ -176,12 +176,22 @@ def _leaf_group(g: dict, where: Path, errors: list[FieldError]) -> LeafGroup | N
     """`at: X` places the four blocks at X.schedulingPolicy, X.schedulingConstraints, ..."""
     raw = {k: g.get(k) or (f"{g['at']}.{k}" if g.get("at") else None) for k in BLOCK_KEYS}
     before = len(errors)
+    if not any(raw.values()):
+        errors.append(invalid(where, "", "a group needs at least one block path (or `at`)"))
+        return None
     parsed = {k: _parse_path(v, where.child(k if g.get(k) else "at"), errors) for k, v in raw.items() if v}
     size = parse_size(g["size"], where.child("size"), errors) if g.get("size") is not None else None
     semantics = parse_semantics(g, where, errors)
     if len(errors) > before:
         return None
-    return LeafGroup(**parsed, size=size, semantics=semantics)
+    group = LeafGroup(**parsed, size=size, semantics=semantics)
+    deepest = max(group.paths().values(), key=lambda p: p.wildcards)
+    extra = [("setOnce", semantics.setOnce)] + [(f"gangIncompatible[{i}].path", p)
+                                                 for i, (p, _) in enumerate(semantics.gangIncompatible)]
+    for name, p in extra:
+        if p is not None and not within_fanout(p, deepest):
+            errors.append(invalid(where.child(name), str(p), f"its `[*]` lists must be a prefix of those of {deepest}"))
+    return None if len(errors) > before else group
 
 
 def from_dict(data: Any, source: str = "<config>") -> Config:

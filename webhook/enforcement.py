@@ -123,5 +123,10 @@ def apply(verdict: Verdict, enforcement: Enforcement, kind: str, labels: Callabl
 
 def annotation(errors: list[FieldError], limit: int = 8192) -> str:
     """The audit annotation's value: the audited violations as a JSON list."""
-    text = json.dumps([{"rule": e.rule, "field": str(e.field), "message": e.body()} for e in errors])
-    return text if len(text) <= limit else json.dumps([{"rule": e.rule, "field": str(e.field)} for e in errors])[:limit]
+    entries = [{"rule": e.rule, "field": str(e.field), "message": e.body()[:512]} for e in errors]
+    while entries:
+        text = json.dumps(entries)
+        if len(text) <= limit:
+            return text
+        entries = entries[: len(entries) // 2]      # fewer entries, still valid JSON
+    return "[]"

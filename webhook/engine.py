@@ -82,14 +82,17 @@ def _enforced(verdict: Verdict, req: Request, cfg: Config, view: ClusterView, sc
     if not verdict.errors:
         return verdict
 
+    memo: list = []
+
     def labels() -> dict | None:
-        lookup = getattr(view, "namespace_labels", None)
-        if lookup is None or not req.namespace:
-            return None
-        try:
-            return lookup(req.namespace)
-        except ClusterUnavailable:
-            return None          # unknown namespace labels: the rule-, target- and default actions apply
+        """Read at most once per request, whatever the number of violations."""
+        if not memo:
+            lookup = getattr(view, "namespace_labels", None)
+            try:
+                memo.append(lookup(req.namespace) if lookup is not None and req.namespace else None)
+            except ClusterUnavailable:
+                memo.append(None)   # unknown namespace labels: the rule-, target- and default actions apply
+        return memo[0]
     return enforcement.apply(verdict, cfg.enforcement, req.kind, labels, scope)
 
 
@@ -126,9 +129,8 @@ def _mutate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
     obj = req.object
     if req.group == "" and req.version == "v1" and req.kind == "Pod":
         out = pods.mutate_pod(obj, req.namespace, cfg, view)
-        if out.errors:
-            return Verdict(errors=_dedupe(out.errors), warnings=out.warnings)
-        return Verdict(warnings=out.warnings, patch=out.ops or None)
+        # With errors the patch is only sent if enforcement admits the Pod (respond() drops it otherwise).
+        return Verdict(errors=_dedupe(out.errors), warnings=out.warnings, patch=out.ops or None)
     target = cfg.target_for(req.group, req.version, req.kind)
     if target is None or not isinstance(obj, dict):
         return Verdict(checked=False)

@@ -57,7 +57,10 @@ class FieldPath:
         for name, fan in self.segments:
             segs.append(name)
             if fan:
-                segs.append(next(it))
+                i = next(it, None)
+                if i is None:       # the config check keeps this from happening; never a StopIteration
+                    raise ValueError(f"{self} needs more list indices than {indices}")
+                segs.append(i)
         return Path(*segs)
 
     def bindings(self, obj: Any) -> tuple[list[tuple[int, ...]], list[FieldError]]:
@@ -123,3 +126,40 @@ def get_or_none(obj: Any, path: Path) -> Any:
         return get(obj, path)
     except WrongType:
         return None
+
+
+def _item_name(item: Any) -> str | None:
+    return item.get("name") if isinstance(item, dict) and isinstance(item.get("name"), str) else None
+
+
+def old_indices(obj: dict, old: dict, fp: FieldPath, idx: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Where item `idx` of a fanned-out list was in the stored object: matched by
+    `name` when the items have one (so removing or reordering items does not
+    compare strangers), else by position. None: the item is new."""
+    new_path: list = []
+    old_path: list = []
+    it = iter(idx)
+    out: list[int] = []
+    for name, fan in fp.segments:
+        new_path.append(name)
+        old_path.append(name)
+        if not fan:
+            continue
+        i = next(it, None)
+        if i is None:
+            return None
+        new_list = get_or_none(obj, Path(*new_path))
+        old_list = get_or_none(old, Path(*old_path))
+        if not isinstance(new_list, list) or not isinstance(old_list, list) or i >= len(new_list):
+            return None
+        key = _item_name(new_list[i])
+        if key is not None and any(_item_name(o) is not None for o in old_list):
+            j = next((j for j, o in enumerate(old_list) if _item_name(o) == key), None)
+        else:
+            j = i if i < len(old_list) else None
+        if j is None:
+            return None
+        out.append(j)
+        new_path.append(i)
+        old_path.append(j)
+    return tuple(out)

@@ -108,6 +108,12 @@ class Checks:
         return any((self.exclusive, self.operatorOwned, self.references, self.counts, self.immutable))
 
 
+def within_fanout(p: FieldPath, outer: FieldPath) -> bool:
+    """`p` walks a prefix of the lists `outer` walks, so `outer`'s indices bind all of its `[*]`."""
+    mine, theirs = p.list_prefixes(), outer.list_prefixes()
+    return mine == theirs[:len(mine)]
+
+
 def _path(raw: Any, where: Path, errors: list[FieldError]) -> FieldPath | None:
     try:
         return FieldPath.parse(raw)
@@ -173,9 +179,35 @@ def parse_checks(raw: dict, where: Path, errors: list[FieldError]) -> Checks:
         w = _path(c["when"], where.child("counts", i, "when"), errors)
         if p and w:
             counts.append(Count(p, c["exactly"], w))
-    return Checks(exclusive=exclusive, operatorOwned=_guarded(raw.get("operatorOwned") or [], where.child("operatorOwned"), errors),
-                  references=tuple(refs), counts=tuple(counts),
-                  immutable=_guarded(raw.get("immutable") or [], where.child("immutable"), errors))
+    checks = Checks(exclusive=exclusive,
+                    operatorOwned=_guarded(raw.get("operatorOwned") or [], where.child("operatorOwned"), errors),
+                    references=tuple(refs), counts=tuple(counts),
+                    immutable=_guarded(raw.get("immutable") or [], where.child("immutable"), errors))
+    _check_fanouts(checks, where, errors)
+    return checks
+
+
+def _check_fanouts(c: Checks, where: Path, errors: list[FieldError]) -> None:
+    """Every path of one rule is bound by the same list indices (the rule's deepest path)."""
+    def need(p: FieldPath | None, outer: FieldPath, at: Path) -> None:
+        if p is not None and not within_fanout(p, outer):
+            errors.append(invalid(at, str(p), f"its `[*]` lists must be a prefix of those of {outer}"))
+    for i, ex in enumerate(c.exclusive):
+        paths = [*ex.either, *ex.other]
+        deepest = max(paths, key=lambda p: p.wildcards)
+        for p in paths + ([ex.at] if ex.at else []):
+            need(p, deepest, where.child("exclusive", i))
+    for i, g in enumerate(c.operatorOwned):
+        need(g.when, g.path, where.child("operatorOwned", i, "when"))
+    for i, g in enumerate(c.immutable):
+        if g.unless is not None and g.unless.wildcards:
+            errors.append(invalid(where.child("immutable", i, "unless"), str(g.unless), "a field of the object: no `[*]`"))
+    for i, r in enumerate(c.references):
+        if r.within.wildcards:
+            errors.append(invalid(where.child("references", i, "within"), str(r.within), "names the list itself: no `[*]`"))
+    for i, cnt in enumerate(c.counts):
+        need(cnt.when, cnt.path, where.child("counts", i, "when"))
+        need(cnt.path, cnt.when, where.child("counts", i, "path"))
 
 
 def _guarded(raw: list, where: Path, errors: list[FieldError]) -> tuple[Guarded, ...]:

@@ -64,7 +64,8 @@ def values_file(tmp_path, **values) -> str:
 def rendered(cluster, tmp_path, *extra) -> list[dict]:
     profiles = ["jobset", "leaderworkerset", {"name": "job-template", "group": "example.com", "kind": "CronTrainJob",
                                               "versions": ["v1"], "jobSpec": "spec.jobTemplate.spec"}]
-    vals = values_file(tmp_path, config={"targets": [TRAINJOB_TARGET], "featureGates": ALL_GATES, "profiles": profiles})
+    vals = values_file(tmp_path, config={"targets": [TRAINJOB_TARGET], "featureGates": ALL_GATES, "profiles": profiles,
+                                         "enforcement": {"rules": {"POD-3": "warn", "DIS-2": "audit"}}})
     out = helm(cluster, "template", RELEASE, CHART, "-n", NS, "-f", vals, *extra).stdout
     return [d for d in yaml.safe_load_all(out) if d]
 

@@ -34,3 +34,8 @@ def test_reports_in_both_formats():
         assert r["results"][0]["policy"] == "DIS-2" and r["results"][0]["resources"][0]["uid"] == "u0"
     cluster = reports.build(out, reports.FORMATS["openreports"], "")
     assert cluster["kind"] == "ClusterReport" and "namespace" not in cluster["metadata"] and cluster["results"] == []
+
+
+def test_the_worst_action_counts_objects_over_the_cap():
+    out = judge_all(objects(3, 0), config(), None, max_results=0)
+    assert out.worst() == "deny" and not any(out.found.values()) and out.violating == 3 and out.dropped["ml"] == 3

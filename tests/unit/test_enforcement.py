@@ -93,3 +93,45 @@ def test_validate_fail_on(tmp_path, capsys):
     assert main(["validate", "-f", str(over), "--config", str(cfg), "--fail-on", "warn"]) == 0
     assert main(["validate", "-f", str(over), "--config", str(cfg), "--fail-on", "audit"]) == 1
     assert "Audit: spec.scheduling.schedulingPolicy.gang.minCount" in capsys.readouterr().out
+
+
+def test_relaxed_pod_rules_still_join_the_group():
+    """POD-5 (deny mode) relaxed to warn: the Pod is admitted AND joins its group (no silent gang exit)."""
+    from tests.unit.helpers import pod
+    cfg = config(pods={"onMissingPodGroup": "deny"}, enforcement={"rules": {"POD-5": "warn"}})
+    v = engine.mutate(engine.Request.for_object(pod({"scheduling.k8s.io/pod-group": "grp"})), cfg,
+                      StaticView([], authoritative=True))
+    assert v.allowed and [e.rule for e in v.warned] == ["POD-5"]
+    assert {"op": "add", "path": "/spec/schedulingGroup", "value": {"podGroupName": "grp"}} in v.patch
+    denied = review.respond("u", engine.mutate(engine.Request.for_object(pod({"scheduling.k8s.io/pod-group": "grp"})),
+                                               config(pods={"onMissingPodGroup": "deny"}), StaticView([], authoritative=True)))
+    assert denied["response"]["allowed"] is False and "patch" not in denied["response"]
+
+
+def test_namespace_labels_are_read_once_per_request():
+    calls = []
+
+    class Slow(StaticView):
+        def namespace_labels(self, name):
+            calls.append(name)
+            raise __import__("webhook.cluster.view", fromlist=["x"]).ClusterUnavailable("timeout")
+    many = trainjob({"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}})
+    v = judge(many, {"namespaces": [{"selector": {"matchLabels": {"a": "b"}}, "action": "audit"}], "rules": {"DIS-2": "warn"}},
+              Slow([]))
+    assert v.action == "warn" and len(calls) == 1
+
+
+def test_the_audit_annotation_stays_json_when_cut():
+    import json
+    from webhook.enforcement import annotation
+    errors = judge(OVER, {}).errors * 200
+    text = annotation(errors, limit=2000)
+    assert len(text) <= 2000 and isinstance(json.loads(text), list)
+
+
+def test_the_pod_membership_policy_binding_follows_enforcement():
+    from webhook.vap.pod_membership import binding_action
+    assert binding_action(config()) == "Deny"
+    assert binding_action(config(enforcement={"rules": {"POD-3": "warn"}})) == "Warn"
+    assert binding_action(config(enforcement={"default": "audit", "rules": {"POD-1": "warn"}})) == "Warn"
+    assert binding_action(config(enforcement={"default": "audit"})) == "Audit"

@@ -186,3 +186,80 @@ def test_max_groups_caps_the_instances_of_a_group():
 def test_lws_mutation_leaves_scheduling_alone():
     obj = lws({"schedulingPolicy": {"gang": {}}})
     assert engine.mutate(engine.Request.for_object(obj), CFG).patch is None
+
+
+# ---------------------------------------------------------------- found in review: each a regression test
+
+def _target(**group):
+    return config_mod.from_dict({"targets": [{"group": "g.io", "kind": "T", "groups": [group]}]})
+
+
+@pytest.mark.parametrize("bad", [
+    {"minCount": "any"},                                                          # no block path
+    {"at": "spec.s", "gangIncompatible": [{"path": "spec.l[*].x", "equals": 1}]},
+    {"at": "spec.s", "setOnce": "spec.l[*].s"},
+])
+def test_configs_that_would_crash_the_engine_are_refused(bad):
+    with pytest.raises(config_mod.ConfigError):
+        _target(**bad)
+    with pytest.raises(config_mod.ConfigError):
+        config_mod.from_dict({"targets": [{"group": "g.io", "kind": "T", "groups": [{"at": "spec.s"}],
+                                           "checks": {"counts": [{"path": "spec.a[*].b", "exactly": 1, "when": "spec.c"}]}}]})
+
+
+def test_min_count_unset_is_never_defaulted():
+    cfg = _target(at="spec.scheduling", size="spec.replicas", minCount="unset")
+    obj = {"apiVersion": "g.io/v1", "kind": "T", "metadata": {"name": "t"},
+           "spec": {"replicas": 4, "scheduling": {"schedulingPolicy": {"gang": {}}}}}
+    assert engine.mutate(engine.Request.for_object(obj), cfg).patch is None
+    assert engine.validate(engine.Request.for_object(obj), cfg).allowed
+
+
+def test_checks_match_list_items_by_name_on_update():
+    cfg = config_mod.from_dict({"targets": [{"group": "g.io", "kind": "T", "groups": [{"at": "spec.s"}], "checks": {
+        "exclusive": [{"either": ["spec.items[*].a"], "or": ["spec.items[*].b"]}],
+        "immutable": ["spec.items[*].image"]}}]})
+
+    def obj(*items):
+        return {"apiVersion": "g.io/v1", "kind": "T", "metadata": {"name": "t"}, "spec": {"items": list(items)}}
+    x, y = {"name": "x", "image": "1"}, {"name": "y", "a": 1, "b": 2, "image": "2"}
+    stored = obj(x, y)
+    assert errors_with(cfg, obj(y), stored) == set()                             # x removed, y's old violation unchanged
+    assert errors_with(cfg, obj(x, y, {"name": "z", "image": "3"}), stored) == set()     # a new item is not a change
+    assert errors_with(cfg, obj(x, {**y, "image": "9"}), stored) == {("Invalid", "spec.items[1].image")}
+
+
+def errors_with(cfg, obj, old=None):
+    v = engine.validate(engine.Request.for_object(obj, old), cfg)
+    return {(e.type, str(e.field)) for e in v.errors}
+
+
+def test_max_groups_ratchets():
+    cfg = _target(at="spec.groups[*].scheduling", maxGroups=8)
+    obj = {"apiVersion": "g.io/v1", "kind": "T", "metadata": {"name": "m"},
+           "spec": {"groups": [{"name": f"g{i}", "scheduling": {"schedulingPolicy": {"basic": {}}}} for i in range(9)]}}
+    changed = copy.deepcopy(obj)
+    changed["metadata"]["finalizers"] = []
+    assert errors_with(cfg, changed, obj) == set()
+    grown = copy.deepcopy(obj)
+    grown["spec"]["groups"].append({"name": "g9", "scheduling": {"schedulingPolicy": {"basic": {}}}})
+    assert errors_with(cfg, grown, obj) == {("TooMany", "spec.groups")}
+
+
+def test_unfrozen_blocks_are_judged_one_by_one():
+    cfg = config_mod.from_dict({"profiles": ["leaderworkerset"], "limits": {"allowedTopologyKeys": ["a.io/rack"]}})
+    stored = lws({"schedulingPolicy": G(4), "schedulingConstraints": {"topology": [{"key": "a.io/zone"}]}})
+    scaled = lws({"schedulingPolicy": G(8), "schedulingConstraints": {"topology": [{"key": "a.io/zone"}]}}, size=8)
+    assert errors_with(cfg, scaled, stored) == set()
+    moved = lws({"schedulingPolicy": G(4), "schedulingConstraints": {"topology": [{"key": "a.io/zone2"}]}})
+    assert errors_with(cfg, moved, stored) == {("NotSupported", f"{S}.schedulingConstraints.topology[0].key")}
+
+
+def test_reference_rules_see_what_an_update_introduces():
+    two = [rj("a"), rj("b")]
+    stored = jobset({"replicatedJobs": [{"targetReplicatedJobs": ["a"]}, {"targetReplicatedJobs": ["b"]}]}, two, suspend=True)
+    dup = jobset({"replicatedJobs": [{"targetReplicatedJobs": ["a", "b"]}, {"targetReplicatedJobs": ["b"]}]}, two, suspend=True)
+    assert ("Invalid", f"{S}.replicatedJobs[1].targetReplicatedJobs[0]") in errors(dup, stored)
+    owned = jobset(None, [rj("a", group="x")], suspend=True)
+    assert ("Forbidden", "spec.replicatedJobs[0].template.spec.template.spec.schedulingGroup") in \
+        errors(jobset({}, [rj("a", group="x")], suspend=True), owned)

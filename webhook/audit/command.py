@@ -69,5 +69,4 @@ def _print(outcome, written: list[str], output: str) -> None:
         print(f"{sum(outcome.dropped.values())} more violations counted but not listed (--max-results)")
     for line in outcome.skipped + written:
         print(line)
-    bad = sum(len(j) for j in outcome.found.values())
-    print(f"{outcome.objects} object(s) audited, {bad} with violations", file=sys.stderr)
+    print(f"{outcome.objects} object(s) audited, {outcome.violating} with violations", file=sys.stderr)

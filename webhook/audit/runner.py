@@ -52,8 +52,14 @@ class Outcome:
     skipped: list[str] = field(default_factory=list)
 
     def worst(self) -> str | None:
-        actions = {j.action for judged in self.found.values() for j in judged}
+        """The strictest action of any violation, listed or over the cap."""
+        actions = {action for _, action in self.by_rule}
         return min(actions, key=RANK.__getitem__) if actions else None
+
+    @property
+    def violating(self) -> int:
+        """Objects with at least one violation, listed or not."""
+        return self.objects - sum(self.passed.values())
 
 
 def judge_all(objects, cfg: Config, view, max_results: int) -> Outcome:

@@ -216,9 +216,11 @@ class ClusterCache:
             labels = dict(ns.metadata.labels or {})
         except ApiException as exc:
             if exc.status != 404:
+                self._namespaces[name] = (now - NAMESPACE_TTL + 5, None)   # a failure is not retried for 5 s
                 raise ClusterUnavailable(f"API server answered {exc.status} {exc.reason}") from None
             labels = None
         except Exception as exc:
+            self._namespaces[name] = (now - NAMESPACE_TTL + 5, None)
             raise ClusterUnavailable(f"namespace {name!r} not read ({type(exc).__name__})") from None
         if len(self._namespaces) > 10_000:
             self._namespaces.clear()

@@ -21,8 +21,8 @@ def default_target(obj: dict, target: Target, max_min_count: int | None = None) 
     mutated = copy.deepcopy(obj)
     ignored: list[FieldError] = []     # shape problems are the validating webhook's to report
     for group in target.groups:
-        if not group.semantics.defaultMinCount:
-            continue
+        if not group.semantics.defaultMinCount or group.semantics.minCount == "unset":
+            continue       # the operator computes it (and `unset` forbids a value)
         for inst in leaf_instances(obj, None, group, ignored):
             pol = inst.blocks.get("schedulingPolicy")
             size = inst.size

@@ -95,17 +95,17 @@ def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) 
     _want_label(labels, labels_wanted, cfg.groupLabel, name, out.warnings, "the PodGroup name")   # POD-2
 
     podgroup = _lookup(namespace, name, cfg, view, out)      # POD-5
-    if out.errors:
-        return out
     claims_wanted: list[dict] = []
     container_claims: dict[int, list[dict]] = {}
-    if podgroup is not None:
+    if podgroup is not None and not out.errors:
         _inject_claims(spec_now, podgroup, name, cfg, out, claims_wanted, container_claims)    # POD-4
         workload = ((podgroup.get("spec") or {}).get("workloadRef") or {}).get("workloadName")
         if cfg.workloadLabel and isinstance(workload, str) and workload:   # POD-8
             _want_label(labels, labels_wanted, cfg.workloadLabel, workload, out.warnings, "the Workload name")
     if out.errors:
-        return out
+        # Denied unless the enforcement config relaxes POD-4/POD-5: then the Pod still joins
+        # its group (membership and labels), without the claims.
+        claims_wanted, container_claims = [], {}
 
     ops: list[dict] = []
     if labels_wanted:

@@ -16,7 +16,15 @@ from webhook.paths import FieldPath
 from webhook.schemas import all_schemas
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-_EXACTLY_ONE = {"minProperties": 1, "maxProperties": 1}
+def _exactly_one(a: str, b: str, kind: str = "object") -> dict:
+    """A union as the engine reads it: one of two members set (null counts as unset); a null block passes."""
+    def has(m):
+        return {"required": [m], "properties": {m: {"type": kind}}}
+    return {"if": {"type": "object"}, "then": {"anyOf": [has(a), has(b)], "not": {
+        "required": [a, b], "properties": {a: {"type": kind}, b: {"type": kind}}}}}
+
+
+
 # Not `false`: validators then name the parent object, not the field (TGT-6).
 _OWNED = {"not": {}, "description": "set by the operator; leave it unset (TGT-6)"}
 
@@ -30,32 +38,31 @@ def _shape(name: str) -> dict:
 
 def _policy(group: LeafGroup | None) -> dict:
     sem = group.semantics if group else None
-    count: dict = {"type": "integer"}
+    count: dict = {"type": ["integer", "null"]}
     if not (sem and sem.nonPositiveMinCountIsUnset):
         count["minimum"] = 1
-    gang: dict = {"type": "object", "properties": {"minCount": count}}
+    gang: dict = {"type": ["object", "null"], "properties": {"minCount": count}}
     if sem and sem.minCountRequired:
-        gang["required"] = ["minCount"]
-    return {"allOf": [_shape("blocks/scheduling-policy"),
-                      {"type": "object", **_EXACTLY_ONE, "properties": {"gang": gang}}]}
+        gang = {**gang, "if": {"type": "object"}, "then": {"required": ["minCount"],
+                                                            "properties": {"minCount": {"type": "integer"}}}}
+    return {"allOf": [_shape("blocks/scheduling-policy"), _exactly_one("basic", "gang"), {"properties": {"gang": gang}}]}
 
 
 def _block(key: str, group: LeafGroup | None) -> dict:
     if key == "schedulingPolicy":
         return _policy(group)
     if key == "disruptionMode":
-        return {"allOf": [_shape("blocks/disruption-mode"), {"type": "object", **_EXACTLY_ONE}]}
+        return {"allOf": [_shape("blocks/disruption-mode"), _exactly_one("single", "all")]}
     if key == "schedulingConstraints":
-        return {"allOf": [_shape("blocks/scheduling-constraints"), {"type": "object", "properties": {
-            "topology": {"type": "array", "maxItems": 1, "items": {"required": ["key"]}}}}]}
-    one_reference = {"oneOf": [{"required": ["resourceClaimName"]}, {"required": ["resourceClaimTemplateName"]}]}
-    return {"allOf": [_shape("blocks/resource-claims"), {"type": "array", "maxItems": 4,
-                                                          "items": {"required": ["name"], **one_reference}}]}
+        return {"allOf": [_shape("blocks/scheduling-constraints"), {"properties": {
+            "topology": {"type": ["array", "null"], "maxItems": 1, "items": {"required": ["key"]}}}}]}
+    claim = {"required": ["name"], **_exactly_one("resourceClaimName", "resourceClaimTemplateName", "string")}
+    return {"allOf": [_shape("blocks/resource-claims"), {"type": ["array", "null"], "maxItems": 4, "items": claim}]}
 
 
 def _composite_policy() -> dict:
-    return {"allOf": [_shape("blocks/composite-scheduling-policy"), {"type": "object", **_EXACTLY_ONE, "properties": {
-        "gang": {"type": "object", "properties": {"minGroupCount": {"type": "integer", "minimum": 1}}}}}]}
+    return {"allOf": [_shape("blocks/composite-scheduling-policy"), _exactly_one("basic", "gang"), {"properties": {
+        "gang": {"type": ["object", "null"], "properties": {"minGroupCount": {"type": ["integer", "null"], "minimum": 1}}}}}]}
 
 
 def _node(root: dict, path: FieldPath) -> tuple[dict, str]:
@@ -81,11 +88,13 @@ def _place(root: dict, path: FieldPath, schema: dict) -> dict:
 
 def _dis2(parent: dict, policy_key: str, mode_key: str, default_policy: str) -> None:
     """`all` needs a gang, reported at the disruption mode (as the webhook does)."""
-    no_gang = {"not": {"required": [policy_key], "properties": {policy_key: {"required": ["gang"]}}}}
+    def member(m):
+        return {"required": [m], "properties": {m: {"type": "object"}}}
+    no_gang = {"not": {"required": [policy_key], "properties": {policy_key: member("gang")}}}
     if default_policy == "gang":      # an unset policy is a gang: only an explicit basic refuses `all`
-        no_gang = {"required": [policy_key], "properties": {policy_key: {"required": ["basic"]}}}
+        no_gang = {"required": [policy_key], "properties": {policy_key: member("basic")}}
     parent.setdefault("allOf", []).append({"if": no_gang, "then": {"properties": {
-        mode_key: {"not": {"required": ["all"]}, "description": "`all` needs a gang scheduling policy (DIS-2)"}}}})
+        mode_key: {"not": member("all"), "description": "`all` needs a gang scheduling policy (DIS-2)"}}}})
 
 
 def _leaf(root: dict, group: LeafGroup, dis2: bool) -> None:
@@ -133,13 +142,15 @@ def _owned(root: dict, path: FieldPath, when: FieldPath | None) -> None:
     for name, _ in path.segments[:common]:
         anchor = anchor.setdefault("properties", {}).setdefault(name, {"type": "object"})
     rel_when, rel_path = when.segments[common:], path.segments[common:]
-    condition = _nested(rel_when[:-1], {"required": [rel_when[-1][0]]}) if len(rel_when) > 1 else \
-        {"required": [rel_when[0][0]]}
+    condition: dict = {"required": [rel_when[-1][0]], "properties": {rel_when[-1][0]: {"not": {"type": "null"}}}}
+    for name, _ in reversed(rel_when[:-1]):      # every level present: an absent parent means `when` is unset
+        condition = {"required": [name], "properties": {name: condition}}
     anchor.setdefault("allOf", []).append({"if": condition, "then": _nested(rel_path[:-1], {"properties": {
         rel_path[-1][0]: _OWNED}})})
 
 
-def for_target(target: Target, dis2: bool = True) -> dict[str, Any]:
+def for_target(target: Target, dis2: bool = True, owned: bool = True) -> dict[str, Any]:
+    """`dis2` / `owned`: write DIS-2 / TGT-6 in (only when the CLI's enforcement denies them)."""
     api_versions = [f"{target.group}/{v}" for v in target.versions]
     root: dict[str, Any] = {
         "$schema": DRAFT,
@@ -154,6 +165,6 @@ def for_target(target: Target, dis2: bool = True) -> dict[str, Any]:
         _leaf(root, group, dis2)
     if target.composite is not None:
         _composite(root, target.composite, dis2)
-    for owned in target.checks.operatorOwned:
-        _owned(root, owned.path, owned.when)
+    for g in target.checks.operatorOwned if owned else ():
+        _owned(root, g.path, g.when)
     return root

@@ -92,12 +92,14 @@ class Admission:
 
 
 def _record_enforced(verdict, req: engine.Request, parsed, endpoint: str) -> None:
-    """Admitted violations (enforcement warn/audit): a metric per rule and one log line."""
+    """Violations enforced as warn/audit: a metric per rule and one log line (the request
+    itself may still be denied by another violation)."""
     for action, errors in (("warn", verdict.warned), ("audit", verdict.audits)):
         for e in errors:
             metrics.ENFORCED.labels(e.rule or "", action).inc()
         if errors:
-            log.info("%s admitted with %d %s violation(s)", endpoint, len(errors), action,
+            log.info("%s %s with %d %s violation(s)", endpoint, "admitted" if verdict.allowed else "denied",
+                     len(errors), action,
                      extra={**request_fields(parsed, endpoint, action, 0.0, None),
                             "violations": [bounded(str(e)) for e in errors[:20]]})
 

@@ -14,6 +14,8 @@ def min_count_against_size(count: Any, policy_path: Path, rule: str, size: int |
 
 def _against(count: Any, policy_path: Path, rule: str, size: int | None, size_name: str) -> list[FieldError]:
     path = policy_path.child("gang", "minCount")
+    if isinstance(count, float) and count.is_integer():
+        count = int(count)          # YAML `7.0` read offline; JSON Schema's "integer" accepts it too
     if rule == "unset":
         return [forbidden(path, "is set by the operator from the group's size; leave it unset")] if count is not None else []
     if rule == "any" or size is None or not isinstance(count, int) or isinstance(count, bool):

@@ -1,38 +1,56 @@
 """Object-wide rules a target states (webhook.semantics.Checks): path groups
-that exclude each other, fields the operator owns, names that must reference
-list items (each at most once), list lengths required by another field, and
-fields frozen after create. On update a rule reports only what the update
-touched (ratcheting), so an object stored before the rule existed can live on."""
+that exclude each other (TGT-5), fields the operator owns (TGT-6), names that
+must reference list items, each at most once (TGT-7), list lengths required
+by another field (TGT-8), and fields frozen after create (TGT-9).
+
+On update a rule reports only what the update touched (ratcheting), so an
+object stored before the rule existed can live on. List items are matched
+with the stored ones by `name` (by position when they have none), as the
+leaf groups do: removing an earlier item never makes a later one "changed",
+and an item the stored object did not have is new, not "changed"."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 from webhook.blocks.common import same
 from webhook.config import Target
 from webhook.errors import FieldError, Path, by_rule, forbidden, immutable, invalid
-from webhook.paths import FieldPath, get_or_none
+from webhook.paths import FieldPath, get_or_none, old_indices
 from webhook.semantics import Checks
 
+Bound = tuple[FieldPath, tuple[int, ...]]      # a config path and the list indices binding its `[*]`
 
 
-def _values(obj: Any, fp: FieldPath, idx: tuple[int, ...] | None = None) -> Iterator[tuple[Path, Any, tuple]]:
-    """(concrete path, value, indices) of every binding of `fp` (or of one)."""
-    bindings = [idx] if idx is not None else fp.bindings(obj)[0]
-    for b in bindings:
-        path = fp.concrete(b)
-        yield path, get_or_none(obj, path), b
+def _at(fp: FieldPath, idx: tuple[int, ...]) -> Path:
+    return fp.concrete(idx[:fp.wildcards])
 
 
-def _old(old: dict | None, path: Path) -> Any:
-    return get_or_none(old, path) if old is not None else None
+def _value(obj: Any, b: Bound) -> Any:
+    return get_or_none(obj, _at(*b))
 
 
-def _touched(old: dict | None, paths: list[Path], obj: dict) -> bool:
-    return old is None or any(not same(get_or_none(obj, p), _old(old, p)) for p in paths)
+def _stored(obj: dict, old: dict, b: Bound) -> tuple[bool, Any]:
+    """(the item existed in the stored object, the stored value)."""
+    fp, idx = b
+    old_idx = old_indices(obj, old, fp, idx[:fp.wildcards]) if fp.wildcards else ()
+    if old_idx is None:
+        return False, None
+    return True, get_or_none(old, fp.concrete(old_idx))
 
 
-def _set(obj: dict, path: Path) -> bool:
-    value = get_or_none(obj, path)
+def _touched(obj: dict, old: dict | None, *bound: Bound) -> bool:
+    """The update set, changed or cleared one of these (a create touches everything)."""
+    if old is None:
+        return True
+    for b in bound:
+        existed, before = _stored(obj, old, b)
+        if not existed or not same(_value(obj, b), before):
+            return True
+    return False
+
+
+def _set(obj: dict, b: Bound) -> bool:
+    value = _value(obj, b)
     return value is not None and value != []
 
 
@@ -41,55 +59,32 @@ def _exclusive(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
     for ex in checks.exclusive:
         deepest = max((*ex.either, *ex.other), key=lambda p: p.wildcards)
         for idx in deepest.bindings(obj)[0]:
-            either = [p.concrete(idx) for p in ex.either if _set(obj, p.concrete(idx))]
-            other = [p.concrete(idx) for p in ex.other if _set(obj, p.concrete(idx))]
-            if not (either and other and _touched(old, either + other, obj)):
+            either = [(p, idx) for p in ex.either if _set(obj, (p, idx))]
+            other = [(p, idx) for p in ex.other if _set(obj, (p, idx))]
+            if not (either and other and _touched(obj, old, *either, *other)):
                 continue
-            a, b = ", ".join(str(p) for p in either), ", ".join(str(p) for p in other)
+            a, b = ", ".join(str(_at(*x)) for x in either), ", ".join(str(_at(*x)) for x in other)
             if ex.at is not None:
-                errors.append(forbidden(ex.at.concrete(idx), f"{a} may not be set together with {b}: use one or the other"))
+                errors.append(forbidden(_at(ex.at, idx), f"{a} may not be set together with {b}: use one or the other"))
             else:
-                errors += [forbidden(p, f"may not be set together with {a}") for p in other]
+                errors += [forbidden(_at(*x), f"may not be set together with {a}") for x in other]
     return errors
 
 
 def _owned(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
     errors: list[FieldError] = []
     for g in checks.operatorOwned:
-        for path, value, idx in _values(obj, g.path):
-            if g.when is not None and get_or_none(obj, g.when.concrete(idx)) is None:
+        for idx in g.path.bindings(obj)[0]:
+            if _value(obj, (g.path, idx)) is None:
                 continue
-            if value is not None and _touched(old, [path], obj):
-                why = f" when {g.when.concrete(idx)} is set" if g.when is not None else ""
-                errors.append(forbidden(path, f"is set by the operator{why}; leave it unset"))
-    return errors
-
-
-def _references(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
-    errors: list[FieldError] = []
-    for ref in checks.references:
-        items = get_or_none(obj, ref.within.concrete(()))
-        known = {_name(i) for i in items} if isinstance(items, list) else set()
-        seen: dict[str, Path] = {}
-        for path, names, _ in _values(obj, ref.names):
-            if not isinstance(names, list):
-                continue
-            fresh = _touched(old, [path], obj)
-            for i, name in enumerate(names):
-                at = path.index(i)
-                if not isinstance(name, str):
-                    continue        # a name of the wrong type is the CRD schema's to refuse
-                if name not in known and fresh:
-                    errors.append(invalid(at, name, f"must be the name of an item of {ref.within}"))
-                elif ref.once and name in seen and fresh:
-                    errors.append(invalid(at, name, f"is named more than once (first at {seen[name]})"))
-                seen.setdefault(name, at)
-        if ref.every and seen and isinstance(items, list) and _touched(old, [ref.within.concrete(())], obj) | \
-                any(_touched(old, [p], obj) for p, _, _ in _values(obj, ref.names)):
-            for i, item in enumerate(items):
-                if isinstance(item, dict) and _name(item) not in seen:
-                    errors.append(invalid(ref.within.concrete(()).index(i).child("name"), item.get("name"),
-                                          f"must be named by an item of {ref.names} (every item is, once any is)"))
+            bound = [(g.path, idx)]
+            if g.when is not None:
+                if _value(obj, (g.when, idx)) is None:
+                    continue
+                bound.append((g.when, idx))      # setting `when` makes an existing value a violation
+            if _touched(obj, old, *bound):
+                why = f" when {_at(g.when, idx)} is set" if g.when is not None else ""
+                errors.append(forbidden(_at(g.path, idx), f"is set by the operator{why}; leave it unset"))
     return errors
 
 
@@ -98,18 +93,53 @@ def _name(item: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def _references(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for ref in checks.references:
+        within = (ref.within, ())
+        items = _value(obj, within)
+        known = {_name(i) for i in items} if isinstance(items, list) else set()
+        within_touched = _touched(obj, old, within)
+        occurrences: dict[str, list[tuple[Path, bool]]] = {}
+        for idx in ref.names.bindings(obj)[0]:
+            names = _value(obj, (ref.names, idx))
+            if not isinstance(names, list):
+                continue
+            fresh = _touched(obj, old, (ref.names, idx))
+            for i, name in enumerate(names):
+                if not isinstance(name, str):
+                    continue        # a name of the wrong type is the CRD schema's to refuse
+                at = _at(ref.names, idx).index(i)
+                if name not in known:
+                    if fresh or within_touched:         # a rename of the item leaves the name dangling
+                        errors.append(invalid(at, name, f"must be the name of an item of {ref.within}"))
+                    continue
+                occurrences.setdefault(name, []).append((at, fresh))
+        if ref.once:
+            for name, seen in occurrences.items():
+                # A second naming is reported when either naming is new, at each later one.
+                if len(seen) > 1 and any(fresh for _, fresh in seen):
+                    errors += [invalid(at, name, f"is named more than once (first at {seen[0][0]})") for at, _ in seen[1:]]
+        if ref.every and occurrences and isinstance(items, list) and (
+                within_touched or any(_touched(obj, old, (ref.names, idx)) for idx in ref.names.bindings(obj)[0])):
+            for i, item in enumerate(items):
+                if isinstance(item, dict) and _name(item) not in occurrences:
+                    errors.append(invalid(_at(ref.within, ()).index(i).child("name"), _name(item),
+                                          f"must be named by an item of {ref.names} (every item is, once any is)"))
+    return errors
+
+
 def _counts(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
     errors: list[FieldError] = []
     for c in checks.counts:
-        for when_path, when, idx in _values(obj, c.when):
-            if when is None:
+        for idx in c.when.bindings(obj)[0]:
+            if _value(obj, (c.when, idx)) is None:
                 continue
-            path = c.path.concrete(idx)
-            value = get_or_none(obj, path)
+            value = _value(obj, (c.path, idx))
             n = len(value) if isinstance(value, list) else 0
-            if n != c.exactly and _touched(old, [path, when_path], obj):
-                errors.append(invalid(path, n, f"must have exactly {c.exactly} item"
-                                               f"{'s' if c.exactly != 1 else ''} when {when_path} is set"))
+            if n != c.exactly and _touched(obj, old, (c.path, idx), (c.when, idx)):
+                errors.append(invalid(_at(c.path, idx), n, f"must have exactly {c.exactly} item"
+                                                          f"{'s' if c.exactly != 1 else ''} when {_at(c.when, idx)} is set"))
     return errors
 
 
@@ -118,11 +148,13 @@ def _immutable(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
         return []
     errors: list[FieldError] = []
     for g in checks.immutable:
-        if g.unless is not None and get_or_none(obj, g.unless.concrete(())) is True \
-                and get_or_none(old, g.unless.concrete(())) is True:
+        if g.unless is not None and get_or_none(obj, _at(g.unless, ())) is True \
+                and get_or_none(old, _at(g.unless, ())) is True:
             continue
-        paths = {p: None for p, _, _ in (*_values(obj, g.path), *_values(old, g.path))}
-        errors += [immutable(p) for p in paths if not same(get_or_none(obj, p), _old(old, p))]
+        for idx in g.path.bindings(obj)[0] if g.path.wildcards else [()]:
+            existed, before = _stored(obj, old, (g.path, idx))
+            if existed and not same(_value(obj, (g.path, idx)), before):   # a new item is not a change
+                errors.append(immutable(_at(g.path, idx)))
     return errors
 
 

@@ -10,7 +10,7 @@ from webhook.blocks import claims, composite, constraints, disruption, policy
 from webhook.blocks.common import EMBEDDED, OBJECT_TYPES, check_no_set_no_unset, same
 from webhook.config import CompositeGroup, Config, LeafGroup, Target
 from webhook.errors import FieldError, Path, by_rule, forbidden, invalid, too_many
-from webhook.paths import FieldPath, WrongType, get, get_or_none
+from webhook.paths import FieldPath, WrongType, get, get_or_none, old_indices
 from webhook.semantics import Semantics
 from webhook.targets import bounds, checks, size as sizes
 from webhook.targets.core import Findings
@@ -62,39 +62,9 @@ def _old_block(old: dict | None, fp: FieldPath, idx: tuple[int, ...] | None, mod
     return value if ok and not module.shape(value, path) else None
 
 
-def _item_name(item: Any) -> str | None:
-    return item.get("name") if isinstance(item, dict) and isinstance(item.get("name"), str) else None
-
-
-def old_indices(obj: dict, old: dict, fp: FieldPath, idx: tuple[int, ...]) -> tuple[int, ...] | None:
-    """Where item `idx` of a fanned-out list was in the stored object: matched by
-    `name` when the items have one (so removing or reordering items does not
-    compare strangers), else by position. None: the item is new."""
-    new_path: list = []
-    old_path: list = []
-    it = iter(idx)
-    out: list[int] = []
-    for name, fan in fp.segments:
-        new_path.append(name)
-        old_path.append(name)
-        if not fan:
-            continue
-        i = next(it)
-        new_list = get_or_none(obj, Path(*new_path))
-        old_list = get_or_none(old, Path(*old_path))
-        if not isinstance(new_list, list) or not isinstance(old_list, list) or i >= len(new_list):
-            return None
-        key = _item_name(new_list[i])
-        if key is not None and any(_item_name(o) is not None for o in old_list):
-            j = next((j for j, o in enumerate(old_list) if _item_name(o) == key), None)
-        else:
-            j = i if i < len(old_list) else None
-        if j is None:
-            return None
-        out.append(j)
-        new_path.append(i)
-        old_path.append(j)
-    return tuple(out)
+def _same_json(a: Any, b: Any) -> bool:
+    """JSON equality: `true` is not 1, 1 is not "1"."""
+    return type(a) is type(b) and a == b
 
 
 def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[FieldError]) -> Iterator[Instance]:
@@ -120,8 +90,8 @@ def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[F
                 inst.old_size = sizes.evaluate(old, group.size, old_idx)[0]
         for gp, value in group.semantics.gangIncompatible:
             at = gp.concrete(idx)
-            before = old_idx is not None and get_or_none(old, gp.concrete(old_idx)) == value
-            inst.guards.append((at, value, get_or_none(obj, at) == value, before))
+            before = old_idx is not None and _same_json(get_or_none(old, gp.concrete(old_idx)), value)
+            inst.guards.append((at, value, _same_json(get_or_none(obj, at), value), before))
         if group.semantics.setOnce is not None:
             hp = group.semantics.setOnce.concrete(idx)
             old_holder = get_or_none(old, group.semantics.setOnce.concrete(old_idx)) if old_idx is not None else None
@@ -129,13 +99,16 @@ def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[F
         yield inst
 
 
-def _positive_min_count(pol: Block) -> Block:
-    """The policy as JobSet reads it: a gang minCount <= 0 is unset."""
-    count = policy.get_min_count(pol.value)
+def _without_nonpositive(value: Any) -> Any:
+    count = policy.get_min_count(value)
     if isinstance(count, int) and not isinstance(count, bool) and count <= 0:
-        return Block(pol.path, {**pol.value, "gang": {k: v for k, v in pol.value["gang"].items() if k != "minCount"}},
-                     pol.old, pol.ok)
-    return pol
+        return {**value, "gang": {k: v for k, v in value["gang"].items() if k != "minCount"}}
+    return value
+
+
+def _positive_min_count(pol: Block) -> Block:
+    """The policy as JobSet reads it, new and stored alike: a gang minCount <= 0 is unset."""
+    return Block(pol.path, _without_nonpositive(pol.value), _without_nonpositive(pol.old), pol.ok)
 
 
 def _gang_incompatible(inst: Instance, pol: Block | None, sem: Semantics) -> list[FieldError]:
@@ -153,8 +126,7 @@ def _validate_leaf(inst: Instance, sem: Semantics, cfg: Config) -> list[FieldErr
     errors: list[FieldError] = []
     b = inst.blocks
     pol, dis, con, clm = (b.get(k) for k in ("schedulingPolicy", "disruptionMode", "schedulingConstraints", "resourceClaims"))
-    # Without frozen blocks, an update that changed a block judges the group as a create would.
-    updating = inst.updating and (sem.frozenBlocks or not any(blk.changed for blk in b.values()))
+    updating = inst.updating
     mode = OBJECT_TYPES if sem.minCountRequired else EMBEDDED
     if sem.nonPositiveMinCountIsUnset and pol and pol.ok:
         pol = _positive_min_count(pol)
@@ -166,12 +138,15 @@ def _validate_leaf(inst: Instance, sem: Semantics, cfg: Config) -> list[FieldErr
     # Create-time rules; on update only for blocks that changed (ratcheting).
     if pol and pol.ok and (not updating or pol.changed):
         errors += policy.validate(pol.value, pol.path, mode, cfg.maxMinCount)
-    # Frozen blocks: on update only the change itself is reported (as DV's immutable does).
-    if dis and dis.ok and not updating:
+    # Frozen blocks: on update only the change itself is reported (as DV's immutable does);
+    # blocks that may change (frozenBlocks: false) are judged as on create when they changed.
+    def judged(blk: Block | None) -> bool:
+        return bool(blk and blk.ok and (not updating or (not sem.frozenBlocks and blk.changed)))
+    if judged(dis):
         errors += disruption.validate(dis.value, dis.path)
-    if con and con.ok and not updating:
+    if judged(con):
         errors += constraints.validate(con.value, con.path, cfg.allowedTopologyKeys)
-    if clm and clm.ok and not updating:
+    if judged(clm):
         errors += claims.validate(clm.value, clm.path)
     if cfg.forbidAllWithBasic and dis and dis.ok and (pol is None or pol.ok) \
             and (not updating or dis.changed or (pol is not None and pol.changed)):
@@ -245,6 +220,10 @@ def _validate_composite(obj: dict, old: dict | None, comp: CompositeGroup, cfg: 
     return errors
 
 
+def _groups_in(obj: dict, group: LeafGroup) -> int:
+    return sum(1 for inst in leaf_instances(obj, None, group, []) if any(b.value is not None for b in inst.blocks.values()))
+
+
 def _too_many_groups(used: list[Instance], cap: int) -> FieldError:
     """TooMany at the list the groups fan out over (the root when they do not)."""
     path = next(iter(used[cap].blocks.values())).path
@@ -264,8 +243,8 @@ def validate_target(obj: dict, old: dict | None, target: Target, cfg: Config) ->
             if any(b.value is not None for b in inst.blocks.values()):
                 used.append(inst)
         cap = group.semantics.maxGroups
-        if cap is not None and len(used) > cap:
-            found.errors.append(_too_many_groups(used, cap))
+        if cap is not None and len(used) > cap and (old is None or len(used) > _groups_in(old, group)):
+            found.errors.append(_too_many_groups(used, cap))      # ratchets: only when the update adds groups
     if target.composite is not None:
         found.errors += _validate_composite(obj, old, target.composite, cfg)
     if target.checks:

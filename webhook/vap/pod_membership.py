@@ -72,6 +72,14 @@ def policy_objects(cfg: Config, name: str, exclude: list[str], match_condition: 
     binding = {
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
         "metadata": {"name": policy_name, "labels": labels},
-        "spec": {"policyName": policy_name, "validationActions": ["Deny"]},
+        "spec": {"policyName": policy_name, "validationActions": [binding_action(cfg)]},
     }
     return [policy, binding]
+
+
+def binding_action(cfg: Config) -> str:
+    """The binding follows `enforcement` for POD-1/POD-3 (the stricter of the two) at the rule
+    and default level; namespace overrides cannot be expressed in one binding (README)."""
+    from webhook.enforcement import RANK
+    actions = [cfg.enforcement.action(rule, "Pod", lambda: None, "admission") for rule in ("POD-1", "POD-3")]
+    return {"deny": "Deny", "warn": "Warn", "audit": "Audit"}[min(actions, key=RANK.__getitem__)]
