@@ -132,6 +132,7 @@ def test_the_audit_annotation_stays_json_when_cut():
 def test_the_pod_membership_policy_binding_follows_enforcement():
     from webhook.vap.pod_membership import binding_action
     assert binding_action(config()) == "Deny"
-    assert binding_action(config(enforcement={"rules": {"POD-3": "warn"}})) == "Warn"
+    assert binding_action(config(enforcement={"rules": {"POD-3": "warn"}})) == "Deny"     # POD-1 still denies
+    assert binding_action(config(enforcement={"rules": {"POD-3": "warn", "POD-1": "audit"}})) == "Warn"
     assert binding_action(config(enforcement={"default": "audit", "rules": {"POD-1": "warn"}})) == "Warn"
     assert binding_action(config(enforcement={"default": "audit"})) == "Audit"
