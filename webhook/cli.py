@@ -180,6 +180,15 @@ def _at_least(low: int):
     return parse
 
 
+def cmd_vap(args: argparse.Namespace) -> int:
+    from webhook.vap.targets import export
+    out = export(_load_config(args.config, args.profile), args.name)
+    for line in out.left:
+        print(f"# left to the webhook: {line}")
+    yaml.safe_dump_all(out.objects, sys.stdout, sort_keys=False)
+    return EXIT_OK
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from webhook.audit import command
     return command.run(args, _load_config(args.config, args.profile))
@@ -336,6 +345,12 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--max-results", type=_at_least(0), default=1000, metavar="N", help="results listed per report")
     a.add_argument("-o", "--output", choices=("text", "json"), default="text")
     a.set_defaults(func=cmd_audit)
+
+    vp = sub.add_parser("vap", help="print the targets' rules as ValidatingAdmissionPolicies + bindings (CEL)")
+    vp.add_argument("--config", metavar="FILE")
+    vp.add_argument("--profile", action="append", type=_profile, metavar="NAME", help="as for validate")
+    vp.add_argument("--name", default="workload-webhook", help="prefix of the policies' names")
+    vp.set_defaults(func=cmd_vap)
 
     s = sub.add_parser("schemas", help="list the published JSON Schemas, or print one; --target: a target's schema")
     s.add_argument("name", nargs="?")

@@ -116,6 +116,14 @@ class CertificateSettings:
 
 
 @dataclass(frozen=True)
+class VapSettings:
+    """Targets as ValidatingAdmissionPolicies (webhook.vap.targets): `replace` stops sending
+    a fully expressible target's validation to the webhook; `alongside` keeps both."""
+    enabled: bool = False
+    mode: str = "alongside"
+
+
+@dataclass(frozen=True)
 class Config:
     featureGates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES))
     forbidAllWithBasic: bool = True
@@ -132,6 +140,7 @@ class Config:
     server: ServerSettings = field(default_factory=ServerSettings)
     certificates: CertificateSettings = field(default_factory=CertificateSettings)
     enforcement: Enforcement = field(default_factory=Enforcement)
+    vap: "VapSettings" = field(default_factory=lambda: VapSettings())
 
     def gate(self, name: str) -> bool:
         return self.featureGates.get(name, False)
@@ -275,6 +284,7 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
         server=ServerSettings(**(data.get("server") or {})),
         certificates=CertificateSettings(**{**cert, "dnsNames": tuple(cert.get("dnsNames") or ())}),
         enforcement=enforcement,
+        vap=VapSettings(**(data.get("vap") or {})),
     )
 
 

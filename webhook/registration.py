@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from webhook.config import Config
 from webhook.vap.pod_membership import policy_objects
+from webhook.vap.targets import export
 
 SUFFIX = "workload-webhook.k8s.io"
 SCHEDULING_RESOURCES = ("workloads", "podgroups", "podgroups/status", "compositepodgroups",
@@ -53,9 +54,9 @@ def _common(name: str, endpoint: Endpoint, path: str, rules: list, failure: str,
                 {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(exclude)}]}}
 
 
-def target_rules(cfg: Config, operations: list[str]) -> list[dict]:
+def target_rules(cfg: Config, operations: list[str], skip: frozenset[str] = frozenset()) -> list[dict]:
     return [{"apiGroups": [t.group], "apiVersions": list(t.versions) or ["*"], "resources": [t.resource],
-             "operations": operations, "scope": "*"} for t in cfg.targets]
+             "operations": operations, "scope": "*"} for t in cfg.targets if t.kind not in skip]
 
 
 def configurations(cfg: Config, endpoint: Endpoint, name: str = "workload-webhook", namespace: str = "workload-webhook",
@@ -66,9 +67,13 @@ def configurations(cfg: Config, endpoint: Endpoint, name: str = "workload-webhoo
                    "resources": list(SCHEDULING_RESOURCES), "operations": ["CREATE", "UPDATE"], "scope": "Namespaced"}]
     validating = [_common(f"scheduling.validate.{SUFFIX}", endpoint, "/validate", scheduling, "Fail", exclude, timeout)]
     mutating = []
-    if cfg.targets:
+    exported = export(cfg, name) if cfg.vap.enabled else None
+    # replace: a target the policies judge entirely is no longer sent to /validate (still to /mutate).
+    replaced = frozenset(exported.expressible) if exported and cfg.vap.mode == "replace" else frozenset()
+    if cfg.targets and target_rules(cfg, ["CREATE", "UPDATE"], replaced):
         validating.append(_common(f"targets.validate.{SUFFIX}", endpoint, "/validate",
-                                  target_rules(cfg, ["CREATE", "UPDATE"]), "Fail", exclude, timeout))
+                                  target_rules(cfg, ["CREATE", "UPDATE"], replaced), "Fail", exclude, timeout))
+    if cfg.targets:
         mutating.append({**_common(f"targets.mutate.{SUFFIX}", endpoint, "/mutate", target_rules(cfg, ["CREATE"]),
                                    "Fail", exclude, timeout), "reinvocationPolicy": "IfNeeded"})
     pod_hook = {"matchConditions": [pod_match_condition(cfg)]}
@@ -80,6 +85,7 @@ def configurations(cfg: Config, endpoint: Endpoint, name: str = "workload-webhoo
     def meta() -> dict:
         return {"name": name, "labels": {"app.kubernetes.io/name": "workload-webhook"}}
     policy = policy_objects(cfg, name, exclude, pod_match_condition(cfg)) if cfg.podValidation == "policy" else []
+    policy += exported.objects if exported else []
     return json.loads(json.dumps([  # no shared sub-objects, so YAML output has no anchors
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": meta(),
          "webhooks": validating},

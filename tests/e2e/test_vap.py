@@ -1,0 +1,136 @@
+"""The VAP export judged against the webhook on a real API server: every
+TrainJob case of the block tables (tests/unit/test_blocks.py, creates and
+updates), sent as a VapJob (a copy of the TrainJob CRD the session webhook
+does not see) once with only the generated ValidatingAdmissionPolicies and
+once with only the webhook: the same verdict on every case, and a denial by
+the policies names a field the webhook names. Cases the CRD's own schema
+answers first are the same for both and still compared. The counts print."""
+from __future__ import annotations
+
+import copy
+import http.client
+import json
+import os
+import time
+from collections import Counter
+
+import pytest
+import yaml
+
+from tests.e2e import adopters, summary
+from tests.server.harness import REPO
+from tests.unit import test_blocks
+from tests.unit.helpers import TRAINJOB_TARGET
+from webhook import config as config_mod
+from webhook.vap.targets import export
+
+GROUP, KIND, PLURAL, NS = "vap.example.com", "VapJob", "vapjobs", "vap-equality"
+TARGET = {**TRAINJOB_TARGET, "group": GROUP, "kind": KIND, "versions": ["v1"]}
+CONFIG = {"featureGates": adopters.ALL_GATES, "targets": [TARGET]}
+BASE = f"/apis/{GROUP}/v1/namespaces/{NS}/{PLURAL}"
+
+
+def _as_vapjob(obj: dict, name: str) -> dict:
+    out = copy.deepcopy(obj)
+    out["apiVersion"], out["kind"] = f"{GROUP}/v1", KIND
+    out["metadata"] = {"name": name, "namespace": NS}
+    return out
+
+
+CREATES = [(f"{r} {n}", o) for r, n, o, _ in test_blocks.CASES if o.get("kind") == "TrainJob"]
+UPDATES = [(f"{r} {n}", new, old) for r, n, new, old, _ in test_blocks.UPDATES if new.get("kind") == "TrainJob"]
+RESULTS: dict[str, dict] = {"vap": {}, "webhook": {}}
+TALLY: Counter = Counter()
+
+
+class Api:
+    def __init__(self, cluster):
+        self.cluster = cluster
+
+    def call(self, method, path, obj=None):
+        conn = http.client.HTTPSConnection("127.0.0.1", self.cluster.port, context=self.cluster.ssl_context("admin"),
+                                           timeout=30)
+        try:
+            conn.request(method, path, json.dumps(obj or {}), {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            return resp.status, json.loads(resp.read())
+        finally:
+            conn.close()
+
+
+def _verdict(status: int, body: dict) -> tuple[bool, str, set]:
+    if status in (200, 201):
+        return True, "", set()
+    causes = {c.get("field", "") for c in (body.get("details") or {}).get("causes") or []}
+    return False, body.get("message", ""), causes
+
+
+def run_cases(api: Api, side: str) -> None:
+    for i, (case_id, obj) in enumerate(CREATES):
+        RESULTS[side][case_id] = _verdict(*api.call("POST", f"{BASE}?dryRun=All", _as_vapjob(obj, f"c{i}")))
+    for i, (case_id, new, old) in enumerate(UPDATES):
+        name = f"u{i}-{side}"
+        status, stored = api.call("POST", BASE, _as_vapjob(old, name))
+        if status != 201:
+            RESULTS[side][case_id] = ("old object not creatable", stored.get("message", ""), set())
+            continue
+        obj = _as_vapjob(new, name)
+        obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
+        RESULTS[side][case_id] = _verdict(*api.call("PUT", f"{BASE}/{name}?dryRun=All", obj))
+        api.call("DELETE", f"{BASE}/{name}")
+
+
+@pytest.fixture(scope="module")
+def judged(cluster, kubectl, tmp_path_factory):
+    text = open(os.path.join(REPO, "examples", "crds", "trainjob.yaml")).read() \
+        .replace("trainjobs.training.example.com", f"{PLURAL}.{GROUP}").replace("training.example.com", GROUP) \
+        .replace("TrainJobList", "VapJobList").replace("TrainJob", KIND).replace("trainjobs", PLURAL) \
+        .replace("trainjob", "vapjob").replace("v1alpha1", "v1")
+    kubectl("apply", "-f", "-", stdin=text)
+    kubectl("create", "namespace", NS, check=False)
+    api = Api(cluster)
+    probe = _as_vapjob(test_blocks.trainjob({"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}}), "probe")
+
+    def denied() -> bool:
+        return api.call("POST", f"{BASE}?dryRun=All", probe)[0] in (400, 403, 422)
+
+    def wait(cond, what):
+        deadline = time.monotonic() + 60
+        while not cond():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.3)
+
+    wait(lambda: api.call("GET", BASE)[0] == 200, "the VapJob CRD is never served")
+    # 1. only the generated policies
+    cfg = config_mod.from_dict(CONFIG)
+    policies = export(cfg, "vap-equality").objects
+    assert policies, "nothing exported"
+    kubectl.apply(policies)            # the API server checks every CEL expression (and its cost) here
+    wait(denied, "the generated policy never took effect")
+    run_cases(api, "vap")
+    for d in policies:
+        kubectl("delete", d["kind"].lower(), d["metadata"]["name"])
+    wait(lambda: not denied(), "the policy never went away")
+    # 2. only the webhook
+    hook = adopters.ProfileWebhook(kubectl, str(tmp_path_factory.mktemp("vap")), "vap-equality", CONFIG).start(denied)
+    try:
+        run_cases(api, "webhook")
+    finally:
+        hook.stop()
+    yield
+    summary.add(f"VAP export vs webhook: {sum(TALLY.values())} cases ({TALLY['allowed']} allowed by both, "
+                f"{TALLY['denied']} denied by both)")
+
+
+def test_the_tables_are_large():
+    assert len(CREATES) >= 30 and len(UPDATES) >= 10
+
+
+@pytest.mark.parametrize("case_id", [c[0] for c in CREATES] + [u[0] for u in UPDATES])
+def test_policies_and_webhook_agree(judged, case_id):
+    vap, hook = RESULTS["vap"][case_id], RESULTS["webhook"][case_id]
+    assert vap[0] == hook[0], f"VAP: {vap[1][:300]} | webhook: {hook[1][:300]}"
+    if vap[0] is False:
+        fields = hook[2] or {""}
+        assert any(f and f in vap[1] for f in fields) or vap[2] == hook[2], f"VAP: {vap[1][:400]} | webhook fields {fields}"
+    TALLY["allowed" if vap[0] else "denied"] += 1

@@ -1,0 +1,240 @@
+"""Configured targets as ValidatingAdmissionPolicies (CEL in kube-apiserver),
+for the rules CEL can state; the rest stays the webhook's and is listed.
+
+Expressible here: a leaf group whose block paths do not fan out (`[*]`) and
+whose size is a field (with its default) — the TrainJob / LWS shape. Its
+rules: POL-1/2 (+ limits.maxMinCount), POL-3 (<= or =), DIS-1, DIS-2 (with
+the group's default policy), CON-1, CLM-1, and on update the frozen blocks,
+the frozen policy variant and the set-once holder, all ratcheting like the
+webhook (a create-time rule fires on UPDATE only when its inputs changed).
+One policy per target and enforcement action (a binding carries one action
+for all its validations); messages name the user's field path."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from webhook.config import Config, LeafGroup, Target
+from webhook.enforcement import RANK
+from webhook.paths import FieldPath
+
+ACTIONS = {"deny": "Deny", "warn": "Warn", "audit": "Audit"}
+QUALIFIED, LABEL, SUBDOMAIN = "format.qualifiedName()", "format.dns1123Label()", "format.dns1123Subdomain()"
+
+
+@dataclass
+class Export:
+    objects: list[dict] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)        # "Kind: what stays the webhook's, and why"
+    expressible: set[str] = field(default_factory=set)   # kinds fully judged by the policies
+
+
+def _q(text: str) -> str:
+    return json.dumps(text)          # a CEL string literal (JSON escaping is valid CEL)
+
+
+class _P:
+    """One config path in CEL: presence (every level) and access, new or old object."""
+
+    def __init__(self, fp: FieldPath, root: str = "object"):
+        self.names = [n for n, _ in fp.segments]
+        self.root = root
+        self.text = str(fp)
+
+    def old(self) -> "_P":
+        p = _P.__new__(_P)
+        p.names, p.root, p.text = self.names, "oldObject", self.text
+        return p
+
+    @property
+    def expr(self) -> str:
+        return self.root + "".join(f"[{_q(n)}]" for n in self.names)
+
+    @property
+    def present(self) -> str:
+        parts, node = [], self.root
+        for n in self.names:
+            parts.append(f"{_q(n)} in {node}")
+            node += f"[{_q(n)}]"
+        return "(" + " && ".join(parts) + ")"
+
+    def has(self, member: str) -> str:
+        return f"({self.present} && {_q(member)} in {self.expr})"
+
+
+def _changed(*paths: _P) -> str:
+    """CREATE, or an UPDATE that set, cleared or changed one of these (ratcheting)."""
+    parts = [f"({p.present} != {p.old().present} || ({p.present} && {p.expr} != {p.old().expr}))" for p in paths]
+    return "(oldObject == null || " + " || ".join(parts) + ")"
+
+
+def _v(rule: str, expression: str, message: str, when: str | None = None) -> tuple[str, dict]:
+    expr = f"!{when} || ({expression})" if when else expression
+    return rule, {"expression": expr, "messageExpression": message, "reason": "Invalid"}
+
+
+def _msg(path: str, body: str) -> str:
+    return _q(f"{path}: {body}")
+
+
+def _union(p: _P, a: str, b: str, rule: str, when: str) -> tuple[str, dict]:
+    one = f"((({_q(a)} in {p.expr}) ? 1 : 0) + (({_q(b)} in {p.expr}) ? 1 : 0) == 1)"
+    return _v(rule, f"!{p.present} || {one}", _msg(p.text, f"Invalid value: must specify exactly one of: `{a}`, `{b}`"), when)
+
+
+def _leaf(group: LeafGroup, cfg: Config) -> list[tuple[str, dict]]:
+    paths = group.paths()
+    sem = group.semantics
+    pol, dis = (_P(paths[k]) if k in paths else None for k in ("schedulingPolicy", "disruptionMode"))
+    con, clm = (_P(paths[k]) if k in paths else None for k in ("schedulingConstraints", "resourceClaims"))
+    out: list[tuple[str, dict]] = []
+    if pol:
+        ch = _changed(pol)
+        out.append(_union(pol, "basic", "gang", "POL-1", ch))
+        count = f"{pol.expr}['gang']['minCount']"
+        has_count = f"({pol.has('gang')} && 'minCount' in {pol.expr}['gang'])"
+        low = "1" if not sem.nonPositiveMinCountIsUnset else "-2147483648"
+        out.append(_v("POL-2", f"!{has_count} || {count} >= {low}",
+                      _msg(f"{pol.text}.gang.minCount", "Invalid value: must be greater than or equal to 1"), ch))
+        if sem.minCountRequired:
+            out.append(_v("POL-2", f"!{pol.has('gang')} || 'minCount' in {pol.expr}['gang']",
+                          _msg(f"{pol.text}.gang.minCount", "Required value"), ch))
+        if cfg.maxMinCount is not None:
+            out.append(_v("POL-3", f"!{has_count} || {count} <= {cfg.maxMinCount}",
+                          _msg(f"{pol.text}.gang.minCount", f"Invalid value: must be less than or equal to {cfg.maxMinCount} (POL-3)"), ch))
+        if cfg.minCountWithinSize and group.size is not None and group.size.path is not None \
+                and sem.minCount in ("atMostSize", "equalsSize"):
+            size = _P(group.size.path)
+            value = f"({size.present} ? {size.expr} : {group.size.default})" if group.size.default is not None else size.expr
+            known = "true" if group.size.default is not None else size.present
+            op, words = ("<=", "less than or equal to") if sem.minCount == "atMostSize" else ("==", "equal to")
+            positive = f" && {count} > 0" if sem.nonPositiveMinCountIsUnset else ""
+            out.append(_v("POL-3", f"!({has_count} && {known}{positive}) || {count} {op} {value}",
+                          f"{_q(pol.text + '.gang.minCount: Invalid value: must be ' + words + ' ' + size.text + ' (')}"
+                          f" + string({value}) + ') (POL-3)'", _changed(pol, size)))
+    if dis:
+        out.append(_union(dis, "single", "all", "DIS-1", _changed(dis)))
+        if cfg.forbidAllWithBasic:
+            if sem.defaultPolicy == "gang":
+                gang_ok = f"!({pol.has('basic')} && !{pol.has('gang')})" if pol else "true"
+            else:
+                gang_ok = pol.has("gang") if pol else "false"
+            out.append(_v("DIS-2", f"!{dis.has('all')} || {gang_ok}",
+                          _msg(dis.text, 'Invalid value: the disruptionMode `all` is not supported with the Basic '
+                                         'scheduling policy; "all" requires a gang scheduling policy (DIS-2)'),
+                          _changed(*(p for p in (dis, pol) if p))))
+    if con:
+        topo = f"{con.expr}['topology']"
+        has_topo = con.has("topology")
+        ch = _changed(con)
+        out.append(_v("CON-1", f"!{has_topo} || size({topo}) <= 1",
+                      _msg(f"{con.text}.topology", "Too many: must have at most 1 item"), ch))
+        ok = f"('key' in t && !{QUALIFIED}.validate(t['key']).hasValue())"
+        bad = f"{topo}.indexOf({topo}.filter(t, !{ok})[0])"
+        out.append(_v("CON-1", f"!{has_topo} || {topo}.all(t, {ok})",
+                      f"{_q(con.text + '.topology[')} + string({bad}) + '].key: Invalid value: must be a qualified name'", ch))
+    if clm:
+        ch = _changed(clm)
+        L = clm.expr
+        out.append(_v("CLM-1", f"!{clm.present} || size({L}) <= 4", _msg(clm.text, "Too many: must have at most 4 items"), ch))
+        def each(rule_ok: str, suffix: str, body: str) -> tuple[str, dict]:
+            bad = f"{L}.indexOf({L}.filter(c, !({rule_ok}))[0])"
+            return _v("CLM-1", f"!{clm.present} || {L}.all(c, {rule_ok})",
+                      f"{_q(clm.text + '[')} + string({bad}) + {_q(']' + suffix + ': ' + body)}", ch)
+        out.append(each("'name' in c", ".name", "Required value"))
+        out.append(each(f"!('name' in c) || !{LABEL}.validate(c['name']).hasValue()", ".name",
+                        "Invalid value: must be a DNS label"))
+        out.append(each("(('resourceClaimName' in c ? 1 : 0) + ('resourceClaimTemplateName' in c ? 1 : 0) == 1)", "",
+                        "Invalid value: must specify exactly one of: `resourceClaimName`, `resourceClaimTemplateName`"))
+        for ref in ("resourceClaimName", "resourceClaimTemplateName"):
+            out.append(each(f"!({_q(ref)} in c) || !{SUBDOMAIN}.validate(c[{_q(ref)}]).hasValue()", f".{ref}",
+                            "Invalid value: must be a DNS subdomain"))
+        dup = f"'name' in c && size({L}.filter(d, 'name' in d && d['name'] == c['name'])) > 1"
+        second = f"{L}.lastIndexOf({L}.filter(c, {dup})[1])"
+        out.append(_v("CLM-1", f"!{clm.present} || !{L}.exists(c, {dup})",
+                      f"{_q(clm.text + '[')} + string({second}) + {_q(']: Duplicate value: claim names must be unique')}", ch))
+    out += _updates(pol, dis, con, clm, sem, group)
+    return out
+
+
+def _updates(pol, dis, con, clm, sem, group) -> list[tuple[str, dict]]:
+    out: list[tuple[str, dict]] = []
+    upd = "(oldObject != null)"
+    if group.semantics.setOnce is not None:
+        h = _P(group.semantics.setOnce)
+        out.append(_v("TGT-4", f"!{upd} || {h.present} == {h.old().present}",
+                      _msg(h.text, "Invalid value: field cannot be set or cleared once created (TGT-4)")))
+    if not sem.frozenBlocks:
+        return out
+    if pol:
+        out.append(_v("POL-4", f"!{upd} || {pol.present} == {pol.old().present}",
+                      _msg(pol.text, "Invalid value: field cannot be set or cleared once created")))
+        same_variant = (f"!({pol.present} && {pol.old().present}) || "
+                        f"(({_q('basic')} in {pol.expr}) == ({_q('basic')} in {pol.old().expr}) && "
+                        f"({_q('gang')} in {pol.expr}) == ({_q('gang')} in {pol.old().expr}))")
+        out.append(_v("POL-4", f"!{upd} || {same_variant}", _msg(
+            pol.text, "Invalid value: the basic/gang policy variant is immutable after creation")))
+    for p in (dis, con, clm):
+        if p:
+            frozen = f"{p.present} == {p.old().present} && (!{p.present} || {p.expr} == {p.old().expr})"
+            out.append(_v("DIS-3" if p is dis else "CON-1" if p is con else "CLM-1", f"!{upd} || ({frozen})",
+                          _msg(p.text, "Invalid value: field is immutable")))
+    return out
+
+
+def _reasons(target: Target) -> list[str]:
+    """Why a target (or part of it) stays the webhook's."""
+    why = []
+    for i, g in enumerate(target.groups):
+        if any(p.wildcards for p in g.paths().values()):
+            why.append(f"groups[{i}]: its paths fan out ([*]); CEL messages cannot name every index")
+        elif g.size is not None and g.size.path is None:
+            why.append(f"groups[{i}]: its size is a sum over a list")
+        elif g.semantics.gangIncompatible or g.semantics.maxGroups is not None:
+            why.append(f"groups[{i}]: gangIncompatible / maxGroups")
+    if target.composite is not None:
+        why.append("composite: minGroupCount against the number of child groups")
+    if target.checks:
+        why.append("checks (exclusive, operatorOwned, references, counts, immutable)")
+    return why
+
+
+def export(cfg: Config, name: str = "workload-webhook") -> Export:
+    out = Export()
+    for target in cfg.targets:
+        why = _reasons(target)
+        if why:
+            out.left += [f"{target.kind}.{target.group}: {w}" for w in why]
+            continue
+        rules: list[tuple[str, dict]] = []
+        for group in target.groups:
+            rules += _leaf(group, cfg)
+        by_action: dict[str, list[dict]] = {}
+        for rule, validation in rules:
+            action = cfg.enforcement.action(rule if rule in _POLICY else None, target.kind, lambda: None, "admission")
+            by_action.setdefault(action, []).append(validation)
+        if cfg.allowedTopologyKeys:
+            out.left.append(f"{target.kind}.{target.group}: limits.allowedTopologyKeys (CON-1) stays the webhook's")
+        for action in sorted(by_action, key=RANK.__getitem__):
+            out.objects += _policy(target, action, by_action[action], name)
+        out.expressible.add(target.kind)
+    return out
+
+
+_POLICY = {"POL-3", "DIS-2", "TGT-4"}
+
+
+def _policy(target: Target, action: str, validations: list[dict], name: str) -> list[dict]:
+    policy_name = f"{name}-{target.resource}.{target.group}" + ("" if action == "deny" else f"-{action}")
+    labels = {"app.kubernetes.io/name": "workload-webhook"}
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": policy_name, "labels": labels},
+              "spec": {"failurePolicy": "Fail",
+                       "matchConstraints": {"resourceRules": [{
+                           "apiGroups": [target.group], "apiVersions": list(target.versions) or ["*"],
+                           "resources": [target.resource], "operations": ["CREATE", "UPDATE"]}]},
+                       "validations": validations}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": policy_name, "labels": labels},
+               "spec": {"policyName": policy_name, "validationActions": [ACTIONS[action]]}}
+    return [policy, binding]
