@@ -185,7 +185,11 @@ def cmd_vap(args: argparse.Namespace) -> int:
     out = export(_load_config(args.config, args.profile), args.name)
     for line in out.left:
         print(f"# left to the webhook: {line}")
-    yaml.safe_dump_all(out.objects, sys.stdout, sort_keys=False)
+    if args.helm_values:
+        yaml.safe_dump({"vap": {"enabled": True, "mode": args.mode, "policies": out.objects,
+                                "replacedKinds": sorted(out.expressible)}}, sys.stdout, sort_keys=False)
+    else:
+        yaml.safe_dump_all(out.objects, sys.stdout, sort_keys=False)
     return EXIT_OK
 
 
@@ -350,6 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
     vp.add_argument("--config", metavar="FILE")
     vp.add_argument("--profile", action="append", type=_profile, metavar="NAME", help="as for validate")
     vp.add_argument("--name", default="workload-webhook", help="prefix of the policies' names")
+    vp.add_argument("--helm-values", action="store_true", help="print the chart's `vap` values instead")
+    vp.add_argument("--mode", choices=("replace", "alongside"), default="alongside",
+                    help="with --helm-values: replace stops the webhook validating the exported kinds")
     vp.set_defaults(func=cmd_vap)
 
     s = sub.add_parser("schemas", help="list the published JSON Schemas, or print one; --target: a target's schema")

@@ -11,6 +11,7 @@ import http.client
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 
@@ -316,3 +317,30 @@ def test_install_upgrade_rotate_uninstall(cluster, kubectl, crds, webhook, tmp_p
             server.stop()
         helm(cluster, "uninstall", RELEASE, "-n", NS, check=False)
         webhook.register()
+
+
+def test_vap_values_render_what_the_service_registers(cluster, tmp_path):
+    """`vap --helm-values --mode replace` into the chart: the same policies and bindings, and the
+    same webhook rules (TrainJob no longer sent to /validate), as `webhook-configs` with vap on."""
+    config = {"targets": [TRAINJOB_TARGET], "featureGates": ALL_GATES}
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(yaml.safe_dump(config))
+    proc = subprocess.run([sys.executable, "-m", "webhook", "vap", "--config", str(cfg_file), "--helm-values",
+                           "--mode", "replace", "--name", FULLNAME], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    vap_values = tmp_path / "vap.yaml"
+    vap_values.write_text(proc.stdout)
+    vals = values_file(tmp_path, config=config)
+    out = helm(cluster, "template", RELEASE, CHART, "-n", NS, "-f", vals, "-f", str(vap_values),
+               "--set", "webhook.url=https://127.0.0.1:9443").stdout
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    cfg = config_mod.from_dict({**config, "vap": {"enabled": True, "mode": "replace"}})
+    expected = configurations(cfg, Endpoint(b"x", url="https://127.0.0.1:9443"), name=FULLNAME, namespace=NS)
+    for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+        ours = sorted((d["metadata"]["name"], json.dumps(d["spec"], sort_keys=True)) for d in expected if d["kind"] == kind)
+        chart = sorted((d["metadata"]["name"], json.dumps(d["spec"], sort_keys=True)) for d in docs if d["kind"] == kind)
+        assert chart == ours and len(ours) == 2, kind
+    hooks = next(d for d in docs if d["kind"] == "ValidatingWebhookConfiguration")["webhooks"]
+    assert [h["name"] for h in hooks] == [h["name"] for h in next(
+        d for d in expected if d["kind"] == "ValidatingWebhookConfiguration")["webhooks"]]
+    assert not any("targets.validate" in h["name"] for h in hooks)
