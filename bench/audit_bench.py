@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import yaml  # noqa: E402
 
+from tests.e2e.adopters import trainjob_crd_copy  # noqa: E402
 from tests.e2e.controlplane import ControlPlane  # noqa: E402
 from tests.server.harness import REPO  # noqa: E402
 
@@ -35,11 +35,7 @@ def kubectl(cp, *args, stdin=None):
 
 
 def setup(cp, n: int) -> None:
-    crd = open(os.path.join(REPO, "examples", "crds", "trainjob.yaml")).read() \
-        .replace("trainjobs.training.example.com", f"{PLURAL}.{GROUP}").replace("training.example.com", GROUP) \
-        .replace("TrainJobList", "AuditJobList").replace("TrainJob", "AuditJob").replace("trainjobs", PLURAL) \
-        .replace("trainjob", "auditjob").replace("v1alpha1", "v1")
-    kubectl(cp, "apply", "-f", "-", stdin=crd)
+    kubectl(cp, "apply", "-f", "-", stdin=trainjob_crd_copy(GROUP, "AuditJob", PLURAL))
     for f in sorted(f for f in os.listdir(REPORTS) if f.endswith(".yaml")):
         kubectl(cp, "apply", "--server-side", "-f", os.path.join(REPORTS, f))
     for i in range(10):

@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import yaml  # noqa: E402
 
 from tests.e2e import burst  # noqa: E402
+from tests.e2e.adopters import trainjob_crd_copy  # noqa: E402
 from tests.e2e.controlplane import ControlPlane  # noqa: E402
 from tests.server.harness import REPO, Server  # noqa: E402
 from webhook import config as config_mod  # noqa: E402
@@ -105,11 +106,7 @@ def main() -> None:
     bin_dir = subprocess.run([os.path.join(REPO, "hack", "build-control-plane.sh")], capture_output=True, text=True,
                              check=True).stdout.strip().splitlines()[-1]
     with tempfile.TemporaryDirectory() as work, ControlPlane(bin_dir, os.path.join(work, "cp")) as cp:
-        crd = open(os.path.join(REPO, "examples", "crds", "trainjob.yaml")).read() \
-            .replace("trainjobs.training.example.com", f"{PLURAL}.{GROUP}").replace("training.example.com", GROUP) \
-            .replace("TrainJobList", "VapJobList").replace("TrainJob", "VapJob").replace("trainjobs", PLURAL) \
-            .replace("trainjob", "vapjob").replace("v1alpha1", "v1")
-        kubectl(cp, "apply", "-f", "-", stdin=crd)
+        kubectl(cp, "apply", "-f", "-", stdin=trainjob_crd_copy(GROUP, "VapJob", PLURAL))
         kubectl(cp, "create", "namespace", NS)
         kubectl(cp, "apply", "-f", "-", stdin=yaml.safe_dump({
             "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "burst", "namespace": NS},

@@ -21,6 +21,15 @@ ALL_GATES = {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True, "
              "CompositePodGroup": True, "PodGroupPreemptionPolicy": True}
 
 
+def trainjob_crd_copy(group: str, kind: str, plural: str, version: str = "v1") -> str:
+    """examples/crds/trainjob.yaml under another group/kind, for tests that must not meet the
+    session webhook's TrainJob registration."""
+    text = open(os.path.join(REPO, "examples", "crds", "trainjob.yaml")).read()
+    return text.replace("trainjobs.training.example.com", f"{plural}.{group}").replace("training.example.com", group) \
+        .replace("TrainJobList", f"{kind}List").replace("TrainJob", kind).replace("trainjobs", plural) \
+        .replace("trainjob", kind.lower()).replace("v1alpha1", version)
+
+
 def crd_path(name: str) -> str:
     path = os.path.join(ADOPTERS, name)
     if not os.path.isfile(path):

@@ -35,11 +35,7 @@ def auditjob(name, namespace, scheduling, replicas=4):
 
 @pytest.fixture(scope="module")
 def crd(kubectl):
-    text = open(os.path.join(REPO, "examples", "crds", "trainjob.yaml")).read()
-    text = text.replace("trainjobs.training.example.com", f"{PLURAL}.{GROUP}").replace("training.example.com", GROUP) \
-        .replace("TrainJobList", "AuditJobList").replace("TrainJob", KIND).replace("trainjobs", PLURAL) \
-        .replace("trainjob", "auditjob").replace("v1alpha1", "v1")
-    kubectl("apply", "-f", "-", stdin=text)
+    kubectl("apply", "-f", "-", stdin=adopters.trainjob_crd_copy(GROUP, KIND, PLURAL))
     for path in glob_reports():
         kubectl("apply", "--server-side", "-f", path)
     for ns in NAMESPACES:
