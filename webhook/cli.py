@@ -182,7 +182,7 @@ def _at_least(low: int):
 
 def cmd_vap(args: argparse.Namespace) -> int:
     from webhook.vap.targets import export
-    out = export(_load_config(args.config, args.profile), args.name)
+    out = export(_load_config(args.config, args.profile), args.name, tuple(sorted({"kube-system", args.namespace})))
     for line in out.left:
         print(f"# left to the webhook: {line}")
     if args.helm_values:
@@ -354,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     vp.add_argument("--config", metavar="FILE")
     vp.add_argument("--profile", action="append", type=_profile, metavar="NAME", help="as for validate")
     vp.add_argument("--name", default="workload-webhook", help="prefix of the policies' names")
+    vp.add_argument("--namespace", default="workload-webhook", help="the webhook's own namespace (left alone, with kube-system)")
     vp.add_argument("--helm-values", action="store_true", help="print the chart's `vap` values instead")
     vp.add_argument("--mode", choices=("replace", "alongside"), default="alongside",
                     help="with --helm-values: replace stops the webhook validating the exported kinds")

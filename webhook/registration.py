@@ -55,8 +55,9 @@ def _common(name: str, endpoint: Endpoint, path: str, rules: list, failure: str,
 
 
 def target_rules(cfg: Config, operations: list[str], skip: frozenset[str] = frozenset()) -> list[dict]:
+    """`skip`: targets (Kind.group) the exported policies judge entirely (vap replace)."""
     return [{"apiGroups": [t.group], "apiVersions": list(t.versions) or ["*"], "resources": [t.resource],
-             "operations": operations, "scope": "*"} for t in cfg.targets if t.kind not in skip]
+             "operations": operations, "scope": "*"} for t in cfg.targets if f"{t.kind}.{t.group}" not in skip]
 
 
 def configurations(cfg: Config, endpoint: Endpoint, name: str = "workload-webhook", namespace: str = "workload-webhook",
@@ -67,7 +68,7 @@ def configurations(cfg: Config, endpoint: Endpoint, name: str = "workload-webhoo
                    "resources": list(SCHEDULING_RESOURCES), "operations": ["CREATE", "UPDATE"], "scope": "Namespaced"}]
     validating = [_common(f"scheduling.validate.{SUFFIX}", endpoint, "/validate", scheduling, "Fail", exclude, timeout)]
     mutating = []
-    exported = export(cfg, name) if cfg.vap.enabled else None
+    exported = export(cfg, name, tuple(exclude)) if cfg.vap.enabled else None
     # replace: a target the policies judge entirely is no longer sent to /validate (still to /mutate).
     replaced = frozenset(exported.expressible) if exported and cfg.vap.mode == "replace" else frozenset()
     if cfg.targets and target_rules(cfg, ["CREATE", "UPDATE"], replaced):

@@ -326,7 +326,7 @@ def test_vap_values_render_what_the_service_registers(cluster, tmp_path):
     cfg_file = tmp_path / "c.yaml"
     cfg_file.write_text(yaml.safe_dump(config))
     proc = subprocess.run([sys.executable, "-m", "webhook", "vap", "--config", str(cfg_file), "--helm-values",
-                           "--mode", "replace", "--name", FULLNAME], capture_output=True, text=True, cwd=REPO, timeout=60)
+                           "--mode", "replace", "--name", FULLNAME, "--namespace", NS], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert proc.returncode == 0, proc.stderr
     vap_values = tmp_path / "vap.yaml"
     vap_values.write_text(proc.stdout)

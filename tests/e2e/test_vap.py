@@ -34,8 +34,26 @@ def _as_vapjob(obj: dict, name: str) -> dict:
     return out
 
 
-CREATES = [(f"{r} {n}", o) for r, n, o, _ in test_blocks.CASES if o.get("kind") == "TrainJob"]
-UPDATES = [(f"{r} {n}", new, old) for r, n, new, old, _ in test_blocks.UPDATES if new.get("kind") == "TrainJob"]
+TJ = test_blocks.trainjob
+CLAIM_A, CLAIM_B = {"name": "a", "resourceClaimName": "x"}, {"name": "b", "resourceClaimName": "y"}
+# Cases where CEL and the engine could read JSON differently (found in review): empty lists, empty
+# strings, duplicates after the first, integers beyond int32.
+EXTRA_CREATES = [
+    ("CLM-1 duplicates named at the later items", TJ({"resourceClaims": [CLAIM_A, CLAIM_B, {**CLAIM_B, "resourceClaimName": "z"},
+                                                                          {**CLAIM_A, "resourceClaimName": "w"}]})),
+    ("CLM-1 an empty reference is unset", TJ({"resourceClaims": [{**CLAIM_A, "resourceClaimTemplateName": ""}]})),
+    ("POL-2 minCount beyond int32", TJ({"schedulingPolicy": {"gang": {"minCount": 3000000000}}}, replicas=None)),
+]
+EXTRA_UPDATES = [
+    ("CLM-1 an empty claims list dropped", TJ({"schedulingPolicy": {"basic": {}}}), TJ({"schedulingPolicy": {"basic": {}},
+                                                                                        "resourceClaims": []})),
+    ("CLM-1 an empty claims list added", TJ({"schedulingPolicy": {"basic": {}}, "resourceClaims": []}),
+     TJ({"schedulingPolicy": {"basic": {}}})),
+    ("CON-1 an empty topology list dropped", TJ({"schedulingConstraints": {}}), TJ({"schedulingConstraints": {"topology": []}})),
+]
+CREATES = [(f"{r} {n}", o) for r, n, o, _ in test_blocks.CASES if o.get("kind") == "TrainJob"] + EXTRA_CREATES
+UPDATES = [(f"{r} {n}", new, old) for r, n, new, old, _ in test_blocks.UPDATES if new.get("kind") == "TrainJob"] + \
+    EXTRA_UPDATES
 # The tables' other CRD-target cases: GroupJob, whose fan-out groups and composite stay the webhook's
 # (`vap` lists them); counted and named, not silently dropped.
 LEFT = [f"{c[0]} {c[1]}" for c in test_blocks.CASES if c[2].get("kind") == "GroupJob"] + \

@@ -16,7 +16,7 @@ def cfg(**extra):
 
 def test_expressible_targets_and_the_reasons_for_the_rest():
     out = export(cfg())
-    assert out.expressible == {"TrainJob"}
+    assert out.expressible == {"TrainJob.training.example.com"}
     assert any(line.startswith("GroupJob.jobs.example.com: groups[0]: its paths fan out") for line in out.left)
     assert any("composite" in line for line in out.left)
     policy, binding = out.objects

@@ -61,10 +61,27 @@ class _P:
     def has(self, member: str) -> str:
         return f"({self.present} && {_q(member)} in {self.expr})"
 
+    def as_list(self) -> str:
+        """A list block as the engine compares it: absent and [] are the same."""
+        return f"({self.present} ? {self.expr} : [])"
 
-def _changed(*paths: _P) -> str:
+    def topology(self) -> str:
+        return f"({_q('topology')} in {self.expr} ? {self.expr}['topology'] : [])"
+
+
+def _same(p: _P, kind: str) -> str:
+    """New and stored block equal, as the engine's `same()` sees them (absent == [] for lists)."""
+    o = p.old()
+    if kind == "list":
+        return f"({p.as_list()} == {o.as_list()})"
+    if kind == "constraints":
+        return f"({p.present} == {o.present} && (!{p.present} || {p.topology()} == {o.topology()}))"
+    return f"({p.present} == {o.present} && (!{p.present} || {p.expr} == {o.expr}))"
+
+
+def _changed(*paths: _P, kinds: dict | None = None) -> str:
     """CREATE, or an UPDATE that set, cleared or changed one of these (ratcheting)."""
-    parts = [f"({p.present} != {p.old().present} || ({p.present} && {p.expr} != {p.old().expr}))" for p in paths]
+    parts = [f"!{_same(p, (kinds or {}).get(id(p), 'value'))}" for p in paths]
     return "(oldObject == null || " + " || ".join(parts) + ")"
 
 
@@ -94,8 +111,11 @@ def _leaf(group: LeafGroup, cfg: Config) -> list[tuple[str, dict]]:
         count = f"{pol.expr}['gang']['minCount']"
         has_count = f"({pol.has('gang')} && 'minCount' in {pol.expr}['gang'])"
         low = "1" if not sem.nonPositiveMinCountIsUnset else "-2147483648"
-        out.append(_v("POL-2", f"!{has_count} || {count} >= {low}",
-                      _msg(f"{pol.text}.gang.minCount", "Invalid value: must be greater than or equal to 1"), ch))
+        out.append(_v("POL-2", f"!{has_count} || ({count} >= {low} && {count} <= 2147483647)",
+                      _msg(f"{pol.text}.gang.minCount", "Invalid value: must be a 32-bit integer, at least 1"), ch))
+        if sem.minCount == "unset":
+            out.append(_v("POL-3", f"!{has_count}", _msg(f"{pol.text}.gang.minCount",
+                                                        "Forbidden: is set by the operator from the group's size (POL-3)"), ch))
         if sem.minCountRequired:
             out.append(_v("POL-2", f"!{pol.has('gang')} || 'minCount' in {pol.expr}['gang']",
                           _msg(f"{pol.text}.gang.minCount", "Required value"), ch))
@@ -126,7 +146,7 @@ def _leaf(group: LeafGroup, cfg: Config) -> list[tuple[str, dict]]:
     if con:
         topo = f"{con.expr}['topology']"
         has_topo = con.has("topology")
-        ch = _changed(con)
+        ch = _changed(con, kinds={id(con): "constraints"})
         out.append(_v("CON-1", f"!{has_topo} || size({topo}) <= 1",
                       _msg(f"{con.text}.topology", "Too many: must have at most 1 item"), ch))
         ok = f"('key' in t && !{QUALIFIED}.validate(t['key']).hasValue())"
@@ -134,7 +154,7 @@ def _leaf(group: LeafGroup, cfg: Config) -> list[tuple[str, dict]]:
         out.append(_v("CON-1", f"!{has_topo} || {topo}.all(t, {ok})",
                       f"{_q(con.text + '.topology[')} + string({bad}) + '].key: Invalid value: must be a qualified name'", ch))
     if clm:
-        ch = _changed(clm)
+        ch = _changed(clm, kinds={id(clm): "list"})
         L = clm.expr
         out.append(_v("CLM-1", f"!{clm.present} || size({L}) <= 4", _msg(clm.text, "Too many: must have at most 4 items"), ch))
         def each(rule_ok: str, suffix: str, body: str) -> tuple[str, dict]:
@@ -144,13 +164,17 @@ def _leaf(group: LeafGroup, cfg: Config) -> list[tuple[str, dict]]:
         out.append(each("'name' in c", ".name", "Required value"))
         out.append(each(f"!('name' in c) || !{LABEL}.validate(c['name']).hasValue()", ".name",
                         "Invalid value: must be a DNS label"))
-        out.append(each("(('resourceClaimName' in c ? 1 : 0) + ('resourceClaimTemplateName' in c ? 1 : 0) == 1)", "",
+        def ref(r: str) -> str:          # an empty string is unset, as for the engine and kube-apiserver
+            return f"({_q(r)} in c && c[{_q(r)}] != '')"
+        out.append(each(f"(({ref('resourceClaimName')} ? 1 : 0) + ({ref('resourceClaimTemplateName')} ? 1 : 0) == 1)", "",
                         "Invalid value: must specify exactly one of: `resourceClaimName`, `resourceClaimTemplateName`"))
-        for ref in ("resourceClaimName", "resourceClaimTemplateName"):
-            out.append(each(f"!({_q(ref)} in c) || !{SUBDOMAIN}.validate(c[{_q(ref)}]).hasValue()", f".{ref}",
+        for r in ("resourceClaimName", "resourceClaimTemplateName"):
+            out.append(each(f"!{ref(r)} || !{SUBDOMAIN}.validate(c[{_q(r)}]).hasValue()", f".{r}",
                             "Invalid value: must be a DNS subdomain"))
         dup = f"'name' in c && size({L}.filter(d, 'name' in d && d['name'] == c['name'])) > 1"
-        second = f"{L}.lastIndexOf({L}.filter(c, {dup})[1])"
+        # the first item whose name an earlier item already has (where the webhook reports the Duplicate)
+        second = (f"{L}.transformList(i, c, 'name' in c && {L}.exists(j, d, j < i && 'name' in d && "
+                  f"d['name'] == c['name']), i)[0]")
         out.append(_v("CLM-1", f"!{clm.present} || !{L}.exists(c, {dup})",
                       f"{_q(clm.text + '[')} + string({second}) + {_q(']: Duplicate value: claim names must be unique')}", ch))
     out += _updates(pol, dis, con, clm, sem, group)
@@ -174,18 +198,24 @@ def _updates(pol, dis, con, clm, sem, group) -> list[tuple[str, dict]]:
                         f"({_q('gang')} in {pol.expr}) == ({_q('gang')} in {pol.old().expr}))")
         out.append(_v("POL-4", f"!{upd} || {same_variant}", _msg(
             pol.text, "Invalid value: the basic/gang policy variant is immutable after creation")))
-    for p in (dis, con, clm):
+    for p, kind in ((dis, "value"), (con, "constraints"), (clm, "list")):
         if p:
-            frozen = f"{p.present} == {p.old().present} && (!{p.present} || {p.expr} == {p.old().expr})"
+            frozen = _same(p, kind)
             out.append(_v("DIS-3" if p is dis else "CON-1" if p is con else "CLM-1", f"!{upd} || ({frozen})",
                           _msg(p.text, "Invalid value: field is immutable")))
     return out
 
 
-def _reasons(target: Target) -> list[str]:
+def _reasons(target: Target, cfg: Config) -> list[str]:
     """Why a target (or part of it) stays the webhook's."""
     why = []
+    if cfg.enforcement.namespaces:
+        why.append("enforcement.namespaces: one binding cannot carry per-namespace actions")
     for i, g in enumerate(target.groups):
+        if cfg.allowedTopologyKeys and g.schedulingConstraints is not None:
+            why.append(f"groups[{i}]: limits.allowedTopologyKeys (CON-1)")
+        if g.semantics.nonPositiveMinCountIsUnset and g.semantics.minCountRequired:
+            why.append(f"groups[{i}]: nonPositiveMinCountIsUnset with minCountRequired")
         if any(p.wildcards for p in g.paths().values()):
             why.append(f"groups[{i}]: its paths fan out ([*]); CEL messages cannot name every index")
         elif g.size is not None and g.size.path is None:
@@ -199,10 +229,16 @@ def _reasons(target: Target) -> list[str]:
     return why
 
 
-def export(cfg: Config, name: str = "workload-webhook") -> Export:
+def key(target: Target) -> str:
+    """How `replace` names an exported target: kind and group (a kind may exist in two groups)."""
+    return f"{target.kind}.{target.group}"
+
+
+def export(cfg: Config, name: str = "workload-webhook", exclude: tuple[str, ...] = ("kube-system",)) -> Export:
+    """`exclude`: namespaces the policies leave alone, as the webhook configurations do."""
     out = Export()
     for target in cfg.targets:
-        why = _reasons(target)
+        why = _reasons(target, cfg)
         if why:
             out.left += [f"{target.kind}.{target.group}: {w}" for w in why]
             continue
@@ -213,18 +249,16 @@ def export(cfg: Config, name: str = "workload-webhook") -> Export:
         for rule, validation in rules:
             action = cfg.enforcement.action(rule if rule in _POLICY else None, target.kind, lambda: None, "admission")
             by_action.setdefault(action, []).append(validation)
-        if cfg.allowedTopologyKeys:
-            out.left.append(f"{target.kind}.{target.group}: limits.allowedTopologyKeys (CON-1) stays the webhook's")
         for action in sorted(by_action, key=RANK.__getitem__):
-            out.objects += _policy(target, action, by_action[action], name)
-        out.expressible.add(target.kind)
+            out.objects += _policy(target, action, by_action[action], name, exclude)
+        out.expressible.add(key(target))
     return out
 
 
 _POLICY = {"POL-3", "DIS-2", "TGT-4"}
 
 
-def _policy(target: Target, action: str, validations: list[dict], name: str) -> list[dict]:
+def _policy(target: Target, action: str, validations: list[dict], name: str, exclude: tuple[str, ...]) -> list[dict]:
     policy_name = f"{name}-{target.resource}.{target.group}" + ("" if action == "deny" else f"-{action}")
     labels = {"app.kubernetes.io/name": "workload-webhook"}
     policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
@@ -232,7 +266,9 @@ def _policy(target: Target, action: str, validations: list[dict], name: str) -> 
               "spec": {"failurePolicy": "Fail",
                        "matchConstraints": {"resourceRules": [{
                            "apiGroups": [target.group], "apiVersions": list(target.versions) or ["*"],
-                           "resources": [target.resource], "operations": ["CREATE", "UPDATE"]}]},
+                           "resources": [target.resource], "operations": ["CREATE", "UPDATE"]}],
+                           "namespaceSelector": {"matchExpressions": [
+                               {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": sorted(exclude)}]}},
                        "validations": validations}}
     binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
                "metadata": {"name": policy_name, "labels": labels},
