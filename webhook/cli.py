@@ -13,7 +13,7 @@ import yaml
 from webhook import config as config_mod
 from webhook import engine, manifests
 from webhook.cluster.view import StaticView
-from webhook.enforcement import RANK
+from webhook.enforcement import fails
 from webhook.errors import ROOT, Verdict, invalid
 from webhook.mutation.patch import apply
 
@@ -105,11 +105,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
         bad = sum(1 for _, v in results if not v.allowed) + len(problems)
         print(f"{len(results)} object(s) checked, {bad} invalid", file=sys.stderr)
     return EXIT_VIOLATION if problems or any(fails(v.action, args.fail_on) for _, v in results) else EXIT_OK
-
-
-def fails(action: str | None, fail_on: str) -> bool:
-    """`--fail-on`: a violation at or above this action fails the run (deny < warn < audit in reach)."""
-    return action is not None and RANK[action] <= RANK[fail_on]
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
@@ -264,6 +259,13 @@ def cmd_webhook_configs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _config_args(p: argparse.ArgumentParser) -> None:
+    """The configuration of the commands that judge objects: a file plus shipped profiles."""
+    p.add_argument("--config", metavar="FILE", help="configuration file (rules.md §5)")
+    p.add_argument("--profile", action="append", type=_profile, metavar="NAME",
+                   help="add a shipped profile: jobset, leaderworkerset, job-template:KIND.GROUP:JOBSPEC_PATH; repeatable")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workload-webhook",
                                      description="Admission webhook for Kubernetes 1.37 Workload-Aware Scheduling")
@@ -274,9 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="file or directory (YAML, multi-document, or JSON); repeatable; - for stdin")
     v.add_argument("--old", action="append", metavar="PATH",
                    help="the stored objects: judge -f as an UPDATE of the object with the same kind/namespace/name")
-    v.add_argument("--config", metavar="FILE", help="configuration file (rules.md §5)")
-    v.add_argument("--profile", action="append", type=_profile, metavar="NAME",
-                   help="add a shipped profile: jobset, leaderworkerset, job-template:KIND.GROUP:JOBSPEC_PATH; repeatable")
+    _config_args(v)
     v.add_argument("--fail-on", choices=("deny", "warn", "audit"), default="deny",
                    help="exit 1 on violations enforced at or above this action (enforcement config; default deny)")
     v.add_argument("-o", "--output", choices=("text", "json"), default="text")
@@ -286,8 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-f", "--filename", action="append", required=True, metavar="PATH")
     m.add_argument("--context", action="append", metavar="PATH",
                    help="PodGroups and Workloads that stand for the cluster; repeatable")
-    m.add_argument("--config", metavar="FILE")
-    m.add_argument("--profile", action="append", type=_profile, metavar="NAME", help="as for validate")
+    _config_args(m)
     m.add_argument("-o", "--output", choices=("yaml", "json", "patch"), default="yaml")
     m.set_defaults(func=cmd_mutate)
 
@@ -338,8 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.set_defaults(func=cmd_webhook_configs)
 
     a = sub.add_parser("audit", help="judge the objects already in a cluster; optionally write policy reports")
-    a.add_argument("--config", metavar="FILE")
-    a.add_argument("--profile", action="append", type=_profile, metavar="NAME", help="as for validate")
+    _config_args(a)
     a.add_argument("--kubeconfig", metavar="FILE", help="default: in-cluster, else $KUBECONFIG / ~/.kube/config")
     a.add_argument("--report", action="store_true", help="write policy reports: one per namespace and a cluster report")
     a.add_argument("--report-format", choices=("openreports", "wgpolicy"), default="openreports")
@@ -351,8 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=cmd_audit)
 
     vp = sub.add_parser("vap", help="print the targets' rules as ValidatingAdmissionPolicies + bindings (CEL)")
-    vp.add_argument("--config", metavar="FILE")
-    vp.add_argument("--profile", action="append", type=_profile, metavar="NAME", help="as for validate")
+    _config_args(vp)
     vp.add_argument("--name", default="workload-webhook", help="prefix of the policies' names")
     vp.add_argument("--namespace", default="workload-webhook", help="the webhook's own namespace (left alone, with kube-system)")
     vp.add_argument("--helm-values", action="store_true", help="print the chart's `vap` values instead")
@@ -364,8 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name", nargs="?")
     s.add_argument("--target", metavar="KIND", help="the schema of a configured target or profile kind, blocks at their "
                                                    "paths (for editors and kubeconform)")
-    s.add_argument("--config", metavar="FILE")
-    s.add_argument("--profile", action="append", type=_profile, metavar="NAME", help="as for validate")
+    _config_args(s)
     s.add_argument("--out", metavar="DIR", help="with --target: write KIND_VERSION.json per served version "
                                                 "(kubeconform's naming) instead of printing")
     s.set_defaults(func=cmd_schemas)

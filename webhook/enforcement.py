@@ -121,6 +121,11 @@ def apply(verdict: Verdict, enforcement: Enforcement, kind: str, labels: Callabl
     return replace(verdict, errors=by_action["deny"], audits=by_action["audit"], warned=by_action["warn"])
 
 
+def fails(action: str | None, threshold: str) -> bool:
+    """`--fail-on`: a violation enforced at or above `threshold` fails a run (`never`: nothing does)."""
+    return threshold != "never" and action is not None and RANK[action] <= RANK[threshold]
+
+
 def annotation(errors: list[FieldError], limit: int = 8192) -> str:
     """The audit annotation's value: the audited violations as a JSON list."""
     entries = [{"rule": e.rule, "field": str(e.field), "message": e.body()[:512]} for e in errors]

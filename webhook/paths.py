@@ -128,7 +128,7 @@ def get_or_none(obj: Any, path: Path) -> Any:
         return None
 
 
-def _item_name(item: Any) -> str | None:
+def item_name(item: Any) -> str | None:
     return item.get("name") if isinstance(item, dict) and isinstance(item.get("name"), str) else None
 
 
@@ -152,9 +152,9 @@ def old_indices(obj: dict, old: dict, fp: FieldPath, idx: tuple[int, ...]) -> tu
         old_list = get_or_none(old, Path(*old_path))
         if not isinstance(new_list, list) or not isinstance(old_list, list) or i >= len(new_list):
             return None
-        key = _item_name(new_list[i])
-        if key is not None and any(_item_name(o) is not None for o in old_list):
-            j = next((j for j, o in enumerate(old_list) if _item_name(o) == key), None)
+        key = item_name(new_list[i])
+        if key is not None and any(item_name(o) is not None for o in old_list):
+            j = next((j for j, o in enumerate(old_list) if item_name(o) == key), None)
         else:
             j = i if i < len(old_list) else None
         if j is None:

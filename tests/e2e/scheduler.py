@@ -9,15 +9,14 @@ left Pending by other tests never land on them, and scenarios never share
 capacity."""
 from __future__ import annotations
 
-import http.client
-import json
 import os
 import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
+
+from tests.e2e.rest import Api
 
 TAINT = "e2e.workload-webhook/scheduler"
 SCENARIO_LABEL = "e2e.workload-webhook/scenario"
@@ -70,31 +69,6 @@ class Scheduler:
             return self.log_path.read_text(errors="replace")
         except OSError:
             return ""
-
-
-class Api:
-    """JSON over HTTPS to the API server with the admin certificate."""
-
-    def __init__(self, cluster):
-        url = urlparse(cluster.url)
-        self.host, self.port, self.ctx = url.hostname, url.port, cluster.ssl_context("admin")
-
-    def call(self, method: str, path: str, body=None, content_type: str = "application/json") -> tuple[int, dict]:
-        conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=30)
-        try:
-            conn.request(method, path, body=None if body is None else json.dumps(body),
-                         headers={"Content-Type": content_type})
-            resp = conn.getresponse()
-            data = resp.read()
-            return resp.status, (json.loads(data) if data else {})
-        finally:
-            conn.close()
-
-    def must(self, method: str, path: str, body=None, content_type: str = "application/json") -> dict:
-        status, out = self.call(method, path, body, content_type)
-        if status >= 300:
-            raise AssertionError(f"{method} {path}: {status} {out.get('message', out)}")
-        return out
 
 
 def make_nodes(api: Api, scenario: str, specs: list[dict]) -> list[str]:

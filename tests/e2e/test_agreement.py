@@ -9,8 +9,6 @@ types at the same paths. The table's counts are printed."""
 from __future__ import annotations
 
 import copy
-import http.client
-import json
 import os
 from collections import Counter
 
@@ -18,6 +16,7 @@ import pytest
 import yaml
 
 from tests.e2e import summary
+from tests.e2e.rest import Api
 from tests.server.harness import Server, admission_request
 from tests.unit import test_upstream_cases as upstream
 
@@ -92,20 +91,7 @@ def _errors(causes: list[dict]) -> set:
     return {(c["reason"].removeprefix("FieldValue"), c.get("field", "")) for c in causes}
 
 
-class ApiServer:
-    def __init__(self, cluster):
-        self.cluster = cluster
-
-    def call(self, method: str, path: str, obj: dict) -> tuple[int, dict]:
-        conn = http.client.HTTPSConnection("127.0.0.1", self.cluster.port,
-                                           context=self.cluster.ssl_context("admin"), timeout=30)
-        try:
-            conn.request(method, path, json.dumps(obj), {"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            return resp.status, json.loads(resp.read())
-        finally:
-            conn.close()
-
+class ApiServer(Api):
     def verdict(self, status: int, body: dict) -> tuple[bool, set]:
         if status in (200, 201):
             return True, set()

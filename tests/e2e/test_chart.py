@@ -19,6 +19,7 @@ import pytest
 import yaml
 from cryptography import x509
 
+from tests.e2e.rest import token_kubeconfig
 from tests.server.harness import REPO, PortTaken, Server
 from webhook import config as config_mod
 from webhook.registration import Endpoint, configurations
@@ -172,16 +173,7 @@ class AdmissionLoop:
 
 
 def sa_kubeconfig(cluster, kubectl, path) -> str:
-    token = kubectl("create", "token", FULLNAME, "-n", NS, "--duration=2h").stdout.strip()
-    with open(cluster.ca_path, "rb") as f:
-        ca = base64.b64encode(f.read()).decode()
-    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "sa",
-           "clusters": [{"name": "c", "cluster": {"server": cluster.url, "certificate-authority-data": ca}}],
-           "users": [{"name": "sa", "user": {"token": token}}],
-           "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}]}
-    with open(path, "w") as f:
-        yaml.safe_dump(doc, f)
-    return str(path)
+    return token_kubeconfig(cluster, kubectl, FULLNAME, NS, path)
 
 
 def can(kubectl, *args) -> bool:

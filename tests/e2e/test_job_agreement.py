@@ -9,13 +9,12 @@ are printed."""
 from __future__ import annotations
 
 import copy
-import http.client
-import json
 from collections import Counter
 
 import pytest
 
 from tests.e2e import adopters, summary
+from tests.e2e.rest import Api
 from tests.e2e.job_cases import CREATES, UPDATES
 
 NS = "job-agreement"
@@ -25,21 +24,6 @@ POD = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": 
 CASE_FIELDS = ("scheduling", "parallelism", "completions")
 TALLY: Counter = Counter()
 DISAGREE: list = []
-
-
-class Api:
-    def __init__(self, cluster):
-        self.cluster = cluster
-
-    def call(self, method: str, path: str, obj: dict | None = None) -> tuple[int, dict]:
-        conn = http.client.HTTPSConnection("127.0.0.1", self.cluster.port, context=self.cluster.ssl_context("admin"),
-                                           timeout=30)
-        try:
-            conn.request(method, path, json.dumps(obj or {}), {"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            return resp.status, json.loads(resp.read())
-        finally:
-            conn.close()
 
 
 def verdict(status: int, body: dict, prefix: str) -> tuple[bool, frozenset]:

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from tests.e2e import adopters
+from tests.e2e.rest import token_kubeconfig
 from tests.server.harness import REPO
 
 GROUP, KIND, PLURAL = "audit.example.com", "AuditJob", "auditjobs"
@@ -168,7 +169,6 @@ def test_the_chart_audit_cronjob_runs_with_the_least_rbac(cluster, kubectl, crd,
     """The chart's CronJob (off by default) and its ServiceAccount: the rendered
     RBAC is applied for real; the audit run as that ServiceAccount writes its
     reports, and the account can do nothing else."""
-    import base64
     ns, release = "rollout-chart", "rc"
     name = f"{release}-workload-webhook-audit"
     kubectl("create", "namespace", ns, check=False)
@@ -200,15 +200,7 @@ def test_the_chart_audit_cronjob_runs_with_the_least_rbac(cluster, kubectl, crd,
     for denied in (["get", "secrets", "-n", ns], ["delete", f"{PLURAL}.{GROUP}", "-n", "rollout-a"],
                    ["update", "workloads.scheduling.k8s.io", "-n", "x"], ["create", "pods", "-n", ns], ["*", "*"]):
         assert not can(*denied), denied
-    token = kubectl("create", "token", name, "-n", ns, "--duration=1h").stdout.strip()
-    with open(cluster.ca_path, "rb") as f:
-        ca = base64.b64encode(f.read()).decode()
-    kubeconfig = tmp_path / "audit-sa.kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
-        "clusters": [{"name": "c", "cluster": {"server": cluster.url, "certificate-authority-data": ca}}],
-        "users": [{"name": "sa", "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}]}))
+    kubeconfig = token_kubeconfig(cluster, kubectl, name, ns, tmp_path / "audit-sa.kubeconfig")
     kubectl.create(auditjob("chart-bad", "rollout-chart", BAD))
     config = tmp_path / "chart-config.yaml"
     config.write_text(yaml.safe_dump({"targets": [TARGET], "featureGates": adopters.ALL_GATES}))

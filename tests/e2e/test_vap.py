@@ -8,14 +8,13 @@ answers first are the same for both and still compared. The counts print."""
 from __future__ import annotations
 
 import copy
-import http.client
-import json
 import time
 from collections import Counter
 
 import pytest
 
 from tests.e2e import adopters, summary
+from tests.e2e.rest import Api
 from tests.unit import test_blocks
 from tests.unit.helpers import TRAINJOB_TARGET
 from webhook import config as config_mod
@@ -60,25 +59,6 @@ LEFT = [f"{c[0]} {c[1]}" for c in test_blocks.CASES if c[2].get("kind") == "Grou
     [f"{u[0]} {u[1]}" for u in test_blocks.UPDATES if u[2].get("kind") == "GroupJob"]
 RESULTS: dict[str, dict] = {"vap": {}, "webhook": {}}
 TALLY: Counter = Counter()
-
-
-class Api:
-    def __init__(self, cluster):
-        self.cluster = cluster
-
-    def call(self, method, path, obj=None):
-        conn = http.client.HTTPSConnection("127.0.0.1", self.cluster.port, context=self.cluster.ssl_context("admin"),
-                                           timeout=30)
-        try:
-            conn.request(method, path, json.dumps(obj or {}), {"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            raw = resp.read()
-            try:
-                return resp.status, json.loads(raw)
-            except ValueError:
-                return resp.status, {"message": raw.decode(errors="replace")}
-        finally:
-            conn.close()
 
 
 def _verdict(status: int, body: dict) -> tuple[bool, str, set]:

@@ -9,7 +9,7 @@ import sys
 from webhook.audit import lister as lister_mod
 from webhook.audit import reports
 from webhook.audit.runner import judge_all
-from webhook.enforcement import RANK
+from webhook.enforcement import RANK, fails
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
@@ -39,8 +39,7 @@ def run(args, cfg) -> int:
         return EXIT_USAGE
     _print(outcome, written, args.output)
     worst = outcome.worst()
-    failing = args.fail_on != "never" and worst is not None and RANK[worst] <= RANK[args.fail_on]
-    return EXIT_VIOLATION if failing else EXIT_OK
+    return EXIT_VIOLATION if fails(worst, args.fail_on) else EXIT_OK
 
 
 def _print(outcome, written: list[str], output: str) -> None:

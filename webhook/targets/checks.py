@@ -15,7 +15,7 @@ from typing import Any
 from webhook.blocks.common import same
 from webhook.config import Target
 from webhook.errors import FieldError, Path, by_rule, forbidden, immutable, invalid
-from webhook.paths import FieldPath, get_or_none, old_indices
+from webhook.paths import FieldPath, get_or_none, item_name, old_indices
 from webhook.semantics import Checks
 
 Bound = tuple[FieldPath, tuple[int, ...]]      # a config path and the list indices binding its `[*]`
@@ -88,17 +88,12 @@ def _owned(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
     return errors
 
 
-def _name(item: Any) -> str | None:
-    name = item.get("name") if isinstance(item, dict) else None
-    return name if isinstance(name, str) else None
-
-
 def _references(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
     errors: list[FieldError] = []
     for ref in checks.references:
         within = (ref.within, ())
         items = _value(obj, within)
-        known = {_name(i) for i in items} if isinstance(items, list) else set()
+        known = {item_name(i) for i in items} if isinstance(items, list) else set()
         within_touched = _touched(obj, old, within)
         occurrences: dict[str, list[tuple[Path, bool]]] = {}
         for idx in ref.names.bindings(obj)[0]:
@@ -123,8 +118,8 @@ def _references(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]
         if ref.every and occurrences and isinstance(items, list) and (
                 within_touched or any(_touched(obj, old, (ref.names, idx)) for idx in ref.names.bindings(obj)[0])):
             for i, item in enumerate(items):
-                if isinstance(item, dict) and _name(item) not in occurrences:
-                    errors.append(invalid(_at(ref.within, ()).index(i).child("name"), _name(item),
+                if isinstance(item, dict) and item_name(item) not in occurrences:
+                    errors.append(invalid(_at(ref.within, ()).index(i).child("name"), item_name(item),
                                           f"must be named by an item of {ref.names} (every item is, once any is)"))
     return errors
 

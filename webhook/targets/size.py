@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.errors import Path
-from webhook.paths import get_or_none
+from webhook.paths import get_or_none, item_name
 from webhook.semantics import Size
 
 
@@ -32,8 +32,7 @@ def evaluate(obj: Any, size: Size, idx: tuple[int, ...]) -> tuple[int | None, st
     for item in items:
         if not isinstance(item, dict):
             return None, size.describe()
-        name = item.get("name")
-        if chosen is not None and (not isinstance(name, str) or name not in chosen):
+        if chosen is not None and item_name(item) not in chosen:
             continue
         product = 1
         for name, rel in size.factors:
