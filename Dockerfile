@@ -1,12 +1,16 @@
 # workload-webhook: the image the Helm chart runs (charts/workload-webhook).
-FROM python:3.11-slim AS build
+# BASE_IMAGE: any Debian-like image with python3.11 and pip in /usr/local
+# (the e2e setup builds one with debootstrap, without a registry).
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE} AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY webhook ./webhook
 COPY schemas ./schemas
-RUN pip install --no-cache-dir --prefix=/install .
+# The pinned closure (constraints.txt) so the image is what the tests installed.
+RUN pip install --no-cache-dir --prefix=/install -c constraints.txt .
 
-FROM python:3.11-slim
+FROM ${BASE_IMAGE}
 COPY --from=build /install /usr/local
 # Non-root, as the chart's securityContext requires (runAsUser 65532).
 USER 65532:65532

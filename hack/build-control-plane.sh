@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Build a real Kubernetes control plane (kube-apiserver, kube-scheduler, kubectl, etcd, helm) from
+# Build a real Kubernetes control plane (kube-apiserver, kube-scheduler, kube-controller-manager,
+# kubelet, kubectl, etcd, helm) from
 # the Go module proxy, pinned by hack/controlplane/go.mod + go.sum.
 #
 # Output: ${WW_CACHE:-~/.cache/workload-webhook}/controlplane/<k8s-version>-<hash>/bin/
 #   where <hash> = first 12 hex chars of sha256(go.mod + go.sum).
-# The build is skipped when all four binaries already exist there.
+# The build is skipped when all the binaries already exist there.
 # Progress and timings go to stderr; the bin dir is the last (only) line on stdout:
 #   BIN="$(hack/build-control-plane.sh)"
 #
@@ -43,10 +44,12 @@ cache_root="${WW_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/workload-webhook}"
 out_dir="${cache_root}/controlplane/${k8s_version}-${hash}"
 bin_dir="${out_dir}/bin"
 
-binaries=(kube-apiserver kube-scheduler kubectl etcd helm)
+binaries=(kube-apiserver kube-scheduler kube-controller-manager kubelet kubectl etcd helm)
 declare -A pkg=(
   [kube-apiserver]="k8s.io/kubernetes/cmd/kube-apiserver"
   [kube-scheduler]="k8s.io/kubernetes/cmd/kube-scheduler"
+  [kube-controller-manager]="k8s.io/kubernetes/cmd/kube-controller-manager"
+  [kubelet]="k8s.io/kubernetes/cmd/kubelet"
   [kubectl]="k8s.io/kubernetes/cmd/kubectl"
   [etcd]="go.etcd.io/etcd/server/v3"
   [helm]="helm.sh/helm/v3/cmd/helm"
@@ -108,6 +111,8 @@ helm_ldflags="-s -w -X ${hv}/internal/version.version=${helm_version} -X ${hv}/i
 declare -A ldflags=(
   [kube-apiserver]="${k8s_ldflags}"
   [kube-scheduler]="${k8s_ldflags}"
+  [kube-controller-manager]="${k8s_ldflags}"
+  [kubelet]="${k8s_ldflags}"
   [kubectl]="${k8s_ldflags}"
   [etcd]="-s -w"
   [helm]="${helm_ldflags}"

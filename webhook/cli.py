@@ -266,9 +266,18 @@ def _config_args(p: argparse.ArgumentParser) -> None:
                    help="add a shipped profile: jobset, leaderworkerset, job-template:KIND.GROUP:JOBSPEC_PATH; repeatable")
 
 
+def _version() -> str:
+    from importlib import metadata
+    try:
+        return metadata.version("workload-webhook")
+    except metadata.PackageNotFoundError:     # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workload-webhook",
                                      description="Admission webhook for Kubernetes 1.37 Workload-Aware Scheduling")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     v = sub.add_parser("validate", help="validate manifests offline with the webhook's rules")

@@ -12,11 +12,6 @@ from webhook import config as config_mod
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
-def _load_config(path):
-    from webhook.cli import _load_config as load
-    return load(path)
-
-
 ENV_PREFIX = "WW_"
 # flag name -> (ServerSettings field, type); each also reads WW_<FIELD> from the environment.
 SERVER_FLAGS = {
@@ -58,8 +53,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gevent import monkey
     monkey.patch_all()
     import tempfile
-    cfg = _load_config(args.config or os.environ.get(ENV_PREFIX + "CONFIG"))
     try:
+        cfg = config_mod.load(args.config or os.environ.get(ENV_PREFIX + "CONFIG"))
         settings = server_settings(cfg, args)
     except config_mod.ConfigError as exc:
         print(str(exc), file=sys.stderr)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import time
 import pytest
 import yaml
 
+from tests import peak_rss
 from tests.e2e import adopters
 from tests.e2e.rest import token_kubeconfig
 from tests.server.harness import REPO
@@ -118,13 +118,11 @@ def clear(kubectl) -> None:
 def _run_audit(tmp_path, cluster, *extra) -> tuple[int, dict, int]:
     config = tmp_path / "audit.yaml"
     config.write_text(yaml.safe_dump({"targets": [TARGET], "featureGates": adopters.ALL_GATES}))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    proc = subprocess.run([sys.executable, "-m", "webhook", "audit", "--config", str(config), "--kubeconfig",
-                           cluster.kubeconfig("admin"), "--page-size", "200", "-o", "json", *extra],
-                          capture_output=True, text=True, cwd=REPO, timeout=600)
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    proc, peak_mib = peak_rss.run([sys.executable, "-m", "webhook", "audit", "--config", str(config), "--kubeconfig",
+                                   cluster.kubeconfig("admin"), "--page-size", "200", "-o", "json", *extra],
+                                  cwd=REPO, timeout=600)
     assert proc.returncode in (0, 1), proc.stderr
-    return proc.returncode, json.loads(proc.stdout), max(peak_kib, before)
+    return proc.returncode, json.loads(proc.stdout), int(peak_mib * 1024)
 
 
 def _reports(kubectl) -> dict[str, dict]:

@@ -2,13 +2,13 @@
 validate` in a subprocess and must end with a one-line problem (exit 1 or 2),
 in bounded time and memory (the child's peak RSS is read from the kernel)."""
 import os
-import resource
 import subprocess
 import sys
 import time
 
 import pytest
 
+from tests import peak_rss
 from tests.server.harness import REPO
 
 BOMB = """\
@@ -26,14 +26,10 @@ MAX_RSS_MIB = 300
 
 
 def validate(*paths: str) -> tuple[subprocess.CompletedProcess, float, float]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "webhook", "validate", "--config", "examples/config.yaml",
-                           "-f", *paths], cwd=REPO, capture_output=True, text=True, timeout=MAX_SECONDS)
-    elapsed = time.monotonic() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # ru_maxrss of children is the largest child so far: only meaningful when it grew or stays under the bound.
-    return proc, elapsed, max(before, peak) / 1024
+    proc, peak_mib = peak_rss.run([sys.executable, "-m", "webhook", "validate", "--config", "examples/config.yaml",
+                                   "-f", *paths], cwd=REPO, timeout=MAX_SECONDS)
+    return proc, time.monotonic() - started, peak_mib
 
 
 def _bomb_in(field: str) -> str:

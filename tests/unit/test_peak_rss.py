@@ -1,0 +1,19 @@
+"""The memory bounds of the CLI tests read each child's own peak, not the
+largest child reaped so far in the session."""
+import sys
+
+from tests import peak_rss
+
+
+def test_a_small_child_after_a_big_one_reports_its_own_peak():
+    big, big_mib = peak_rss.run([sys.executable, "-c", "b = bytearray(300 * 1024 * 1024); print(len(b))"], timeout=60)
+    small, small_mib = peak_rss.run([sys.executable, "-c", "print('ok')"], timeout=60)
+    assert big.returncode == 0 and small.stdout.strip() == "ok"
+    assert big_mib > 290, big_mib
+    assert small_mib < 100, small_mib
+
+
+def test_exit_status_and_output_are_the_childs():
+    proc, _ = peak_rss.run([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"],
+                           timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (3, "out\n", "err\n")
