@@ -320,6 +320,13 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--cluster", choices=("auto", "kubeconfig", "in-cluster", "disabled"),
                     help="where the cluster view comes from; default auto (in-cluster, else kubeconfig, else none)")
     sv.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig for --cluster kubeconfig/auto (env KUBECONFIG)")
+    sv.add_argument("--register", metavar="FILE",
+                    help="register the webhook configurations in FILE once this Pod is ready and a ready endpoint of "
+                         "--register-service (the chart's Service mode); revision from env WW_REGISTER_REVISION")
+    sv.add_argument("--register-service", dest="register_service", metavar="NAMESPACE/NAME",
+                    help="with --register: wait until this Pod (env POD_IP) is a ready endpoint of this Service")
+    sv.add_argument("--register-owner", dest="register_owner", metavar="CLUSTERROLE",
+                    help="with --register: the ClusterRole that owns the configurations (deleted with it)")
     sv.set_defaults(func=cmd_serve)
 
     c = sub.add_parser("certs", help="generate or inspect certificates")

@@ -59,6 +59,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except config_mod.ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
+    cfg = _with_cluster_gates(cfg, settings, args.kubeconfig or os.environ.get("KUBECONFIG"))
     from webhook import certs
     sync = None
     if cfg.certificates.mode == "secret":
@@ -79,12 +80,58 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for stale in os.listdir(metrics_dir):
         if stale.endswith(".db"):
             os.unlink(os.path.join(metrics_dir, stale))
+    registrar = None
+    if getattr(args, "register", None):
+        registrar = _registrar(args, settings)
+        if registrar is None:
+            return EXIT_USAGE
     from webhook.server.gunicorn_app import Launch, WebhookServer
     import dataclasses
     cfg = dataclasses.replace(cfg, server=settings)
     WebhookServer(Launch(cfg, paths, kubeconfig=args.kubeconfig or os.environ.get("KUBECONFIG"),
-                         cert_sync=sync)).run()
+                         cert_sync=sync, registrar=registrar)).run()
     return EXIT_OK
+
+
+def _registrar(args, settings):
+    """--register: this service registers its own webhook configurations once it is
+    ready (webhook.cluster.registrar); None (and a message) when it cannot."""
+    from webhook.cluster.cache import api_client
+    from webhook.cluster.registrar import RegistrationError, from_flags
+    from webhook.cluster.view import ClusterUnavailable
+    if not args.register_owner:
+        print("error: --register needs --register-owner (the ClusterRole that owns the registration)", file=sys.stderr)
+        return None
+    try:
+        api = api_client("kubeconfig" if settings.cluster == "kubeconfig" else "auto",
+                         args.kubeconfig or os.environ.get("KUBECONFIG"))
+        if api is None:
+            raise ClusterUnavailable("--register needs a cluster (in-cluster or a kubeconfig)")
+        return from_flags(api, args.register, args.register_owner, args.register_service, settings.port,
+                          settings.bindAddress, settings.certDir)
+    except (RegistrationError, ClusterUnavailable) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+
+
+def _with_cluster_gates(cfg, settings, kubeconfig: str | None):
+    """Core objects are judged with the API server's own gates (webhook.cluster.gates);
+    the config's featureGates is for the offline CLI."""
+    import dataclasses
+    from webhook.cluster.cache import api_client
+    from webhook.cluster.gates import serving_gates
+    from webhook.cluster.view import ClusterUnavailable
+    try:
+        api = api_client(settings.cluster, kubeconfig)
+    except ClusterUnavailable:
+        api = None                      # the workers report it and exit
+    try:
+        gates, how = serving_gates(api)
+    finally:
+        if api is not None:
+            api.close()
+    print(how, file=sys.stderr)
+    return dataclasses.replace(cfg, featureGates=gates)
 
 
 def _certificate_sync(cfg, cert_dir: str, cluster_mode: str, kubeconfig: str | None):

@@ -77,9 +77,16 @@ def test_lint_template_and_server_dry_run(cluster, kubectl, tmp_path, mode):
     kubectl("create", "namespace", NS, check=False)
     helm(cluster, "lint", CHART, *MODES[mode])
     docs = rendered(cluster, tmp_path, *MODES[mode])
+    hooks_kinds = {"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
+    if "webhook.url=https://127.0.0.1:9443" not in MODES[mode]:
+        # Service mode: the Pods register the configurations the ConfigMap carries, once they are ready.
+        assert not hooks_kinds & {d["kind"] for d in docs}
+        cm = next(d for d in docs if d["kind"] == "ConfigMap")
+        docs += [d for d in yaml.safe_load_all(cm["data"]["webhooks.yaml"]) if d]
+        assert cm["data"]["revision"] == "1"
     kinds = {d["kind"] for d in docs}
-    assert {"Deployment", "Service", "ConfigMap", "ServiceAccount", "ClusterRole", "ValidatingWebhookConfiguration",
-            "MutatingWebhookConfiguration", "PodDisruptionBudget"} <= kinds
+    assert {"Deployment", "Service", "ConfigMap", "ServiceAccount", "ClusterRole", "PodDisruptionBudget"} | hooks_kinds \
+        <= kinds
     checkable = [d for d in docs if not d["apiVersion"].startswith(NO_CRD_HERE)]
     proc = kubectl("apply", "--dry-run=server", "-n", NS, "-f", "-", stdin=yaml.safe_dump_all(checkable), check=False)
     assert proc.returncode == 0, proc.stderr
@@ -227,12 +234,13 @@ def test_install_upgrade_rotate_uninstall(cluster, kubectl, crds, webhook, tmp_p
         short = {"caValiditySeconds": 45, "leafValiditySeconds": 24, "graceSeconds": 5, "checkIntervalSeconds": 1}
         vals = values_file(tmp_path, webhook={"url": f"https://127.0.0.1:{port}"},
                            certificates={"mode": "self", "self": short},
-                           config={"targets": [TRAINJOB_TARGET], "featureGates": ALL_GATES})
+                           config={"targets": [TRAINJOB_TARGET]})     # the chart's default gates: none set
         helm(cluster, "install", RELEASE, CHART, "-n", NS, "-f", vals)
 
         # Least privilege, checked by the API server's own authorizer.
         assert can(kubectl, "watch", "podgroups.scheduling.k8s.io", "--all-namespaces")
         assert can(kubectl, "list", "workloads.scheduling.k8s.io", "--all-namespaces")
+        assert can(kubectl, "get", "/metrics")            # the cluster's feature gates
         assert can(kubectl, "update", f"secret/{FULLNAME}-tls", "-n", NS)
         assert can(kubectl, "patch", f"validatingwebhookconfigurations/{FULLNAME}")
         assert can(kubectl, "patch", f"mutatingwebhookconfigurations/{FULLNAME}")
@@ -253,6 +261,17 @@ def test_install_upgrade_rotate_uninstall(cluster, kubectl, crds, webhook, tmp_p
                "spec": {"replicas": 1, "scheduling": {"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}}}}
         proc = kubectl.apply(bad, check=False)
         assert proc.returncode != 0 and "spec.scheduling.disruptionMode" in proc.stderr
+
+        # The chart's default values on a cluster with every gate on: the gates come from the cluster, so the
+        # PodGroup the API server defaults spec.preemptionPolicy on (as the Job controller's) is admitted.
+        assert "feature gates from the API server" in server.log() and "PodGroupPreemptionPolicy=on" in server.log()
+        for name, extra in (("pg-defaulted", {}), ("pg-explicit", {"preemptionPolicy": "PreemptLowerPriority"})):
+            pg = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                  "metadata": {"name": name, "namespace": "chart-tenant"},
+                  "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, **extra}}
+            proc = kubectl.create(pg, check=False)
+            assert proc.returncode == 0, proc.stderr
+            assert kubectl.get("podgroup", name, "chart-tenant")["spec"].get("preemptionPolicy")
 
         # Certificate rotation (CA and serving certificate) under a steady loop of admission calls.
         leaf_serials = set()

@@ -24,6 +24,7 @@ class Launch:
     cert_paths: certs.Paths
     kubeconfig: str | None = None
     cert_sync: object | None = None     # a CertSync to run in the master (certificates.mode secret)
+    registrar: object | None = None     # a Registrar to run in the master (serve --register)
 
 
 class WebhookServer(BaseApplication):
@@ -56,8 +57,8 @@ class WebhookServer(BaseApplication):
             "limit_request_line": 8190,
             "limit_request_fields": 100,
         }
-        if self.launch.cert_sync is not None:
-            options["when_ready"] = self._start_cert_sync
+        if self.launch.cert_sync is not None or self.launch.registrar is not None:
+            options["when_ready"] = self._start_master_loops
         if "control_socket_disable" in self.cfg.settings:   # gunicorn >= 25.1: no runtime control socket
             options["control_socket_disable"] = True
         if os.path.isdir("/dev/shm"):
@@ -65,12 +66,19 @@ class WebhookServer(BaseApplication):
         for key, value in options.items():
             self.cfg.set(key, value)
 
-    def _start_cert_sync(self, server) -> None:
+    def _start_master_loops(self, server) -> None:
+        """The certificate sync and the registration live in the master: workers come and go."""
         import threading
-        sync = self.launch.cert_sync
-        interval = self.launch.config.certificates.checkIntervalSeconds
-        threading.Thread(target=sync.run, args=(interval, threading.Event()), name="certificate-sync",
-                         daemon=True).start()
+        from webhook.server import logs
+        s = self.launch.config.server
+        logs.setup(s.logLevel, s.logFormat)
+        if self.launch.cert_sync is not None:
+            interval = self.launch.config.certificates.checkIntervalSeconds
+            threading.Thread(target=self.launch.cert_sync.run, args=(interval, threading.Event()),
+                             name="certificate-sync", daemon=True).start()
+        if self.launch.registrar is not None:
+            threading.Thread(target=self.launch.registrar.run, args=(threading.Event(),), name="registration",
+                             daemon=True).start()
 
     def load(self):
         """Runs in each worker after the fork: threads (watch caches) start here."""

@@ -1,0 +1,94 @@
+"""What the serving Pods register (webhook.cluster.registrar.prepare): the
+chart's manifests with the revision and the owner, the caBundle kept or
+filled, never over a newer revision; and when a Pod counts as a ready endpoint."""
+import base64
+
+import pytest
+import yaml
+
+from webhook.cluster import registrar
+
+OWNER = {"name": "r-workload-webhook", "uid": "1234"}
+
+
+def doc(bundle=None, annotations=None):
+    cc = {"service": {"namespace": "ns", "name": "svc", "path": "/validate", "port": 443}}
+    if bundle:
+        cc["caBundle"] = bundle
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "r-workload-webhook", **({"annotations": annotations} if annotations else {})},
+            "webhooks": [{"name": "a.validate.example.com", "clientConfig": cc, "sideEffects": "None"},
+                         {"name": "b.validate.example.com", "clientConfig": dict(cc), "sideEffects": "None"}]}
+
+
+def stored(revision, bundle="c3RvcmVk", rv="7"):
+    out = doc(bundle)
+    out["metadata"].update(resourceVersion=rv, annotations={registrar.ANNOTATION_REVISION: str(revision)},
+                           ownerReferences=[{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                             "name": OWNER["name"], "uid": OWNER["uid"]}])
+    return out
+
+
+def test_first_registration_carries_revision_owner_and_the_ca_file():
+    out = registrar.prepare(doc(annotations={"cert-manager.io/inject-ca-from": "ns/x"}), None, 3, OWNER, b"PEM")
+    meta = out["metadata"]
+    assert meta["annotations"] == {"cert-manager.io/inject-ca-from": "ns/x", registrar.ANNOTATION_REVISION: "3"}
+    assert meta["ownerReferences"] == [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                        "name": OWNER["name"], "uid": "1234"}]
+    assert {h["clientConfig"]["caBundle"] for h in out["webhooks"]} == {base64.b64encode(b"PEM").decode()}
+    assert "resourceVersion" not in meta
+
+
+def test_the_manifests_bundle_wins_then_the_registered_one():
+    out = registrar.prepare(doc("cHJvdmlkZWQ="), stored(1), 2, OWNER, b"PEM")
+    assert {h["clientConfig"]["caBundle"] for h in out["webhooks"]} == {"cHJvdmlkZWQ="}
+    out = registrar.prepare(doc(), stored(1), 2, OWNER, b"PEM")
+    assert {h["clientConfig"]["caBundle"] for h in out["webhooks"]} == {"c3RvcmVk"}   # cainjector's / the sync's
+    assert out["metadata"]["resourceVersion"] == "7"
+
+
+def test_a_newer_registration_is_never_overwritten_and_an_equal_one_is_left_alone():
+    assert registrar.prepare(doc(), stored(5), 4, OWNER, b"PEM") is None
+    assert registrar.prepare(doc(), stored(4), 4, OWNER, b"PEM") is None
+    assert registrar.prepare(doc(), stored(4), 5, OWNER, b"PEM") is not None
+
+
+def test_a_changed_owner_is_written_again():
+    assert registrar.prepare(doc(), stored(4), 4, {"name": OWNER["name"], "uid": "new"}, b"PEM") is not None
+
+
+def test_manifests_must_be_the_two_configurations(tmp_path):
+    good = tmp_path / "w.yaml"
+    good.write_text(yaml.safe_dump_all([doc(), {**doc(), "kind": "MutatingWebhookConfiguration"}]))
+    assert [d["kind"] for d in registrar.load_manifests(str(good))] == list(registrar.KINDS)
+    for text in ("", "kind: Secret\n", yaml.safe_dump_all([doc(), doc()]), "a: [\n"):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text)
+        with pytest.raises(registrar.RegistrationError):
+            registrar.load_manifests(str(bad))
+    with pytest.raises(registrar.RegistrationError):
+        registrar.load_manifests(str(tmp_path / "missing.yaml"))
+
+
+@pytest.mark.parametrize("slices, pod_ip, ready", [
+    ([], "10.1.0.5", False),
+    ([{"endpoints": [{"addresses": ["10.1.0.5"], "conditions": {"ready": True}}]}], "10.1.0.5", True),
+    ([{"endpoints": [{"addresses": ["10.1.0.5"], "conditions": {"ready": False}}]}], "10.1.0.5", False),
+    ([{"endpoints": [{"addresses": ["10.1.0.6"], "conditions": {"ready": True}}]}], "10.1.0.5", False),
+    ([{"endpoints": [{"addresses": ["10.1.0.6"], "conditions": {"ready": True}}]}], None, True),
+    ([{"endpoints": [{"addresses": ["10.1.0.5"], "conditions": {}}]}], "10.1.0.5", True),   # unknown counts as ready
+    ([{"endpoints": None}], None, False),
+])
+def test_ready_endpoint(slices, pod_ip, ready):
+    assert registrar.endpoint_ready(slices, pod_ip) is ready
+
+
+def test_revision_from_the_environment(tmp_path):
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(doc()))
+    reg = registrar.from_flags(None, str(path), "owner", "ns/svc", 8443, "0.0.0.0", str(tmp_path),
+                               environ={"WW_REGISTER_REVISION": "7", "POD_IP": "10.1.0.5"})
+    assert (reg.revision, reg.pod_ip, reg.local_readyz) == (7, "10.1.0.5", "https://127.0.0.1:8443/readyz")
+    with pytest.raises(registrar.RegistrationError):
+        registrar.from_flags(None, str(path), "owner", None, 8443, "::1", str(tmp_path),
+                             environ={"WW_REGISTER_REVISION": "x"})

@@ -1,0 +1,65 @@
+"""The feature gates `serve` judges core objects with: the cluster's own.
+
+A validating webhook is called after the API server's own validation, so a
+gated field that reaches it was allowed by the API server's gates; refusing it
+again from a config value would second-guess the server (and, with
+PodGroupPreemptionPolicy on, refuse the Job controller's PodGroups, which the
+API server defaults). `serve` therefore reads the gates from the API server's
+`kubernetes_feature_enabled` metric; where that is not readable, every gate
+counts as on and the gate checks are left to the API server. The config's
+`featureGates` is for the offline CLI."""
+from __future__ import annotations
+
+import logging
+import re
+
+from webhook.config import DEFAULT_GATES
+
+log = logging.getLogger("workload_webhook.gates")
+
+_METRIC = re.compile(r'^kubernetes_feature_enabled\{([^}]*)\}\s+([0-9.eE+-]+)\s*$')
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+MAX_METRICS_BYTES = 64 << 20
+
+
+def from_metrics(text: str) -> dict[str, bool]:
+    """Gate name -> enabled, from Prometheus text exposition."""
+    gates = {}
+    for line in text.splitlines():
+        m = _METRIC.match(line)
+        if not m:
+            continue
+        labels = dict(_LABEL.findall(m.group(1)))
+        if "name" in labels:
+            try:
+                gates[labels["name"]] = float(m.group(2)) > 0
+            except ValueError:
+                continue
+    return gates
+
+
+def read_cluster_gates(api, timeout: float = 10) -> dict[str, bool] | None:
+    """The API server's gates, or None when its /metrics cannot be read."""
+    try:
+        request = api.param_serialize("GET", "/metrics", header_params={"Accept": "text/plain"},
+                                      auth_settings=["BearerToken"])
+        resp = api.call_api(*request, _request_timeout=timeout)
+        body = resp.read() or b""
+        if resp.status != 200:
+            raise RuntimeError(f"HTTP {resp.status}")
+    except Exception as exc:          # 403 without the RBAC rule, an unreachable server, ...
+        log.info("the API server's /metrics is not readable (%s)", (str(exc).splitlines() or [""])[0][:200])
+        return None
+    gates = from_metrics(body[:MAX_METRICS_BYTES].decode("utf-8", "replace"))
+    return gates or None
+
+
+def serving_gates(api) -> tuple[dict[str, bool], str]:
+    """(the gates serve judges with, how they were found: a line for the log)."""
+    read = read_cluster_gates(api) if api is not None else None
+    if read is not None:
+        gates = {name: read.get(name, True) for name in DEFAULT_GATES}
+        shown = ", ".join(f"{k}={'on' if v else 'off'}" for k, v in gates.items())
+        return gates, f"feature gates from the API server: {shown}"
+    return ({name: True for name in DEFAULT_GATES},
+            "feature gates: left to the API server (its /metrics is not readable); gated fields it admitted are accepted")

@@ -1,0 +1,224 @@
+"""The serving Pods register their own webhook configurations (the chart's
+Service mode), as Kyverno's admission controller does: only once this Pod
+answers /readyz *and* is a ready endpoint of its Service, so no configuration
+ever sends the API server to a Service with no ready endpoint. A release whose
+Pods never become Ready leaves admission exactly as it was.
+
+- Each configuration carries the release revision (annotation); a Pod of an
+  older revision (still terminating during a rollout) never overwrites a newer
+  registration.
+- Each is owned by the release's ClusterRole, so the garbage collector deletes
+  it when `helm uninstall` deletes the ClusterRole; once the owner is gone,
+  nothing is registered again.
+- The caBundle: the manifest's own (provided mode), else the one already
+  registered (kept: cert-manager's cainjector or the certificate sync wrote
+  it), else the serving directory's ca.crt.
+
+`prepare` is pure (unit-tested); `Registrar` does the I/O (proven on a real node)."""
+from __future__ import annotations
+
+import base64
+import copy
+import logging
+import os
+import ssl
+import threading
+import urllib.request
+
+import yaml
+
+log = logging.getLogger("workload_webhook.registrar")
+
+ANNOTATION_REVISION = "workload-webhook.k8s.io/revision"
+KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+TIMEOUT = (5, 15)
+
+
+class RegistrationError(ValueError):
+    pass
+
+
+def load_manifests(path: str) -> list[dict]:
+    """The two configurations the chart rendered; anything else is refused at start."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            docs = [d for d in yaml.safe_load_all(f) if d]
+    except (OSError, yaml.YAMLError) as exc:
+        raise RegistrationError(f"--register {path}: {str(exc).splitlines()[0]}") from None
+    kinds = sorted(d.get("kind", "") for d in docs if isinstance(d, dict))
+    if len(docs) != len(kinds) or not docs or any(k not in KINDS for k in kinds) or len(set(kinds)) != len(kinds):
+        raise RegistrationError(f"--register {path}: expected one ValidatingWebhookConfiguration and/or one "
+                                f"MutatingWebhookConfiguration, found {kinds or 'nothing'}")
+    return docs
+
+
+def revision_of(obj: dict | None) -> int:
+    try:
+        return int((((obj or {}).get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_REVISION, 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def prepare(doc: dict, existing: dict | None, revision: int, owner: dict, ca_file_bundle: bytes | None) -> dict | None:
+    """The object to write, or None when the registered one is newer (or already this)."""
+    if existing is not None and revision_of(existing) > revision:
+        return None
+    out = copy.deepcopy(doc)
+    meta = out.setdefault("metadata", {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION_REVISION: str(revision)}
+    meta["ownerReferences"] = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                "name": owner["name"], "uid": owner["uid"]}]
+    registered = {h.get("name"): (h.get("clientConfig") or {}).get("caBundle")
+                  for h in ((existing or {}).get("webhooks") or [])}
+    fallback = base64.b64encode(ca_file_bundle).decode() if ca_file_bundle else None
+    for hook in out.get("webhooks") or []:
+        cc = hook.setdefault("clientConfig", {})
+        bundle = cc.get("caBundle") or registered.get(hook.get("name")) or fallback
+        if bundle:
+            cc["caBundle"] = bundle
+    if existing is not None:
+        meta["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
+        if _same(out, existing):
+            return None
+    return out
+
+
+def _same(new: dict, existing: dict) -> bool:
+    keys = ("webhooks",)
+    ann = lambda o: ((o.get("metadata") or {}).get("annotations") or {})  # noqa: E731
+    owners = lambda o: [(r.get("kind"), r.get("uid")) for r in (o.get("metadata") or {}).get("ownerReferences") or []]  # noqa: E731
+    return (all(_strip(new.get(k)) == _strip(existing.get(k)) for k in keys)
+            and ann(new).get(ANNOTATION_REVISION) == ann(existing).get(ANNOTATION_REVISION)
+            and owners(new) == owners(existing))
+
+
+def _strip(hooks):
+    """Webhooks as written, without the server's defaults we never set."""
+    return [{k: v for k, v in (h or {}).items() if v not in (None, [], {})} for h in hooks or []]
+
+
+def endpoint_ready(slices: list[dict], pod_ip: str | None) -> bool:
+    """This Pod's address (or, without one, any address) is a ready endpoint."""
+    for s in slices:
+        for ep in s.get("endpoints") or []:
+            ready = (ep.get("conditions") or {}).get("ready")
+            if ready is False:
+                continue
+            if pod_ip is None or pod_ip in (ep.get("addresses") or []):
+                return True
+    return False
+
+
+class Registrar:
+    """Runs in the gunicorn master: waits, registers, then checks every interval."""
+
+    def __init__(self, api_client, manifests: list[dict], revision: int, owner: str, service: str | None,
+                 pod_ip: str | None, local_readyz: str, ca_file: str):
+        self.api = api_client
+        self.manifests, self.revision, self.owner_name = manifests, revision, owner
+        self.service, self.pod_ip, self.local_readyz, self.ca_file = service, pod_ip, local_readyz, ca_file
+        self.registered = False
+
+    def _ready_here(self) -> bool:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE   # our own server, on loopback
+        try:
+            with urllib.request.urlopen(self.local_readyz, context=ctx, timeout=5) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def _ready_in_service(self) -> bool:
+        if not self.service:
+            return True
+        from kubernetes import client
+        namespace, _, name = self.service.partition("/")
+        slices = client.DiscoveryV1Api(self.api).list_namespaced_endpoint_slice(
+            namespace, label_selector=f"kubernetes.io/service-name={name}", _request_timeout=TIMEOUT)
+        return endpoint_ready(self.api.sanitize_for_serialization(slices).get("items") or [], self.pod_ip)
+
+    def _owner(self) -> dict | None:
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+        try:
+            role = client.RbacAuthorizationV1Api(self.api).read_cluster_role(self.owner_name, _request_timeout=TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return {"name": self.owner_name, "uid": role.metadata.uid}
+
+    def step(self) -> str:
+        """One attempt; returns what happened (for the log and the tests)."""
+        if not self._ready_here():
+            return "waiting: this Pod is not ready"
+        if not self._ready_in_service():
+            return "waiting: this Pod is not yet a ready endpoint of its Service"
+        owner = self._owner()
+        if owner is None:
+            return f"not registering: the owner ClusterRole {self.owner_name} is gone (uninstalled)"
+        try:
+            with open(self.ca_file, "rb") as f:
+                ca_bundle = f.read() or None
+        except OSError:
+            ca_bundle = None
+        written = []
+        for doc in self.manifests:
+            if self._write(doc, owner, ca_bundle):
+                written.append(doc["kind"])
+        self.registered = True
+        return f"registered {', '.join(written)} (revision {self.revision})" if written else "up to date"
+
+    def _write(self, doc: dict, owner: dict, ca_bundle: bytes | None) -> bool:
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+        adm = client.AdmissionregistrationV1Api(self.api)
+        validating = doc["kind"] == KINDS[0]
+        read = adm.read_validating_webhook_configuration if validating else adm.read_mutating_webhook_configuration
+        create = adm.create_validating_webhook_configuration if validating else adm.create_mutating_webhook_configuration
+        replace = adm.replace_validating_webhook_configuration if validating else adm.replace_mutating_webhook_configuration
+        name = doc["metadata"]["name"]
+        for _ in range(5):
+            try:
+                existing = self.api.sanitize_for_serialization(read(name, _request_timeout=TIMEOUT))
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                existing = None
+            body = prepare(doc, existing, self.revision, owner, ca_bundle)
+            if body is None:
+                return False
+            try:
+                if existing is None:
+                    create(body, _request_timeout=TIMEOUT)
+                else:
+                    replace(name, body, _request_timeout=TIMEOUT)
+                return True
+            except ApiException as exc:
+                if exc.status != 409:       # a concurrent writer (another replica): read again
+                    raise
+        raise RuntimeError(f"{doc['kind']} {name} kept changing under us")
+
+    def run(self, stop: threading.Event, interval: float = 30.0, wait_interval: float = 1.0) -> None:
+        last = None
+        while not stop.is_set():
+            try:
+                said = self.step()
+            except Exception as exc:        # keep trying; say why
+                said = f"registration failed: {(str(exc).splitlines() or [type(exc).__name__])[0][:300]}"
+            if said != last:
+                (log.warning if said.startswith("registration failed") else log.info)("webhook registration: %s", said)
+                last = said
+            stop.wait(interval if self.registered else wait_interval)
+
+
+def from_flags(api_client, manifests_path: str, owner: str, service: str | None, port: int, bind: str,
+               cert_dir: str, environ=os.environ) -> Registrar:
+    host = "127.0.0.1" if bind in ("0.0.0.0", "", "::") else bind
+    host = f"[{host}]" if ":" in host else host
+    try:
+        revision = int(environ.get("WW_REGISTER_REVISION") or 0)
+    except ValueError:
+        raise RegistrationError(f"WW_REGISTER_REVISION: not a number: {environ['WW_REGISTER_REVISION']!r}") from None
+    return Registrar(api_client, load_manifests(manifests_path), revision, owner, service, environ.get("POD_IP") or None,
+                     f"https://{host}:{port}/readyz", os.path.join(cert_dir, "ca.crt"))
