@@ -188,6 +188,11 @@ def cmd_vap(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from webhook import check_command
+    return check_command.run(args)
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from webhook.audit import command
     return command.run(args, _load_config(args.config, args.profile))
@@ -261,7 +266,7 @@ def cmd_webhook_configs(args: argparse.Namespace) -> int:
 
 def _config_args(p: argparse.ArgumentParser) -> None:
     """The configuration of the commands that judge objects: a file plus shipped profiles."""
-    p.add_argument("--config", metavar="FILE", help="configuration file (rules.md §5)")
+    p.add_argument("--config", metavar="FILE", help="configuration file (docs/configuration.md)")
     p.add_argument("--profile", action="append", type=_profile, metavar="NAME",
                    help="add a shipped profile: jobset, leaderworkerset, job-template:KIND.GROUP:JOBSPEC_PATH; repeatable")
 
@@ -363,6 +368,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--max-results", type=_at_least(0), default=1000, metavar="N", help="results listed per report")
     a.add_argument("-o", "--output", choices=("text", "json"), default="text")
     a.set_defaults(func=cmd_audit)
+
+    ck = sub.add_parser("check", help="is a release admitting? (registered, and denies a DIS-2 probe in a dry run); "
+                                      "the chart's helm test")
+    ck.add_argument("--name", default="workload-webhook", help="the webhook configurations' name")
+    ck.add_argument("--namespace", default="default", help="where the probe PodGroup is dry-run (not the webhook's own)")
+    ck.add_argument("--kubeconfig", metavar="FILE", help="default: in-cluster, else $KUBECONFIG / ~/.kube/config")
+    ck.add_argument("--timeout", type=float, default=60, metavar="SECONDS", help="how long to wait; default 60")
+    ck.set_defaults(func=cmd_check)
 
     vp = sub.add_parser("vap", help="print the targets' rules as ValidatingAdmissionPolicies + bindings (CEL)")
     _config_args(vp)

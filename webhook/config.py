@@ -108,6 +108,7 @@ class CertificateSettings:
     mode: str = "files"
     secret: str | None = None                 # namespace/name, for mode secret
     webhookConfiguration: str = "workload-webhook"
+    caConfigMap: str | None = None            # gets ca.crt only (scrapers never read the Secret with the CA key)
     dnsNames: tuple[str, ...] = ()
     caValiditySeconds: int = 10 * 365 * 86400
     leafValiditySeconds: int = 365 * 86400

@@ -148,7 +148,7 @@ def _certificate_sync(cfg, cert_dir: str, cluster_mode: str, kubeconfig: str | N
                     leaf_validity=dt.timedelta(seconds=c.leafValiditySeconds),
                     grace=dt.timedelta(seconds=c.graceSeconds),
                     dns_names=tuple(c.dnsNames) or certs.DEFAULT_DNS)
-    return CertSync(api, namespace, name, c.webhookConfiguration, cert_dir, policy)
+    return CertSync(api, namespace, name, c.webhookConfiguration, cert_dir, policy, ca_configmap=c.caConfigMap)
 
 
 def _start_certificate_sync(cfg, settings, kubeconfig: str | None):

@@ -106,6 +106,11 @@ def test_lint_template_and_server_dry_run(cluster, kubectl, tmp_path, mode):
 def test_bad_values_are_refused(cluster):
     proc = helm(cluster, "template", RELEASE, CHART, "--set", "certificates.mode=vault", check=False)
     assert proc.returncode != 0 and "certificates" in proc.stderr
+    # A config typo fails the install naming its path (the service's own config schema), not Pods in a crash loop.
+    proc = helm(cluster, "template", RELEASE, CHART, "--set", "config.pods.onMisingPodGroup=x", check=False)
+    assert proc.returncode != 0 and "/config/pods" in proc.stderr and "onMisingPodGroup" in proc.stderr
+    # As a subchart: a parent's `global` values are accepted.
+    helm(cluster, "template", RELEASE, CHART, "--set", "global.imageRegistry=registry.invalid")
 
 
 def test_chart_config_is_what_the_service_loads_and_webhooks_match_the_service(cluster, tmp_path):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import subprocess
+import sys
 import time
 
 import yaml
@@ -79,6 +81,16 @@ def test_serve_registers_itself_once_ready_and_never_over_a_newer_revision(clust
         denied = _wait(lambda: (lambda p: p.returncode != 0 and "(DIS-2)" in p.stderr and p)(
             kubectl.create(BAD, "--dry-run=server", check=False)), 30, "the registered webhook never denied")
         assert "spec.scheduling.disruptionMode" in denied.stderr
+
+        # `check` (the chart's helm test) agrees: registered, and a DIS-2 probe is denied.
+        ok = subprocess.run([sys.executable, "-m", "webhook", "check", "--name", NAME, "--namespace", "default",
+                             "--kubeconfig", cluster.kubeconfig("admin"), "--timeout", "30"],
+                            capture_output=True, text=True, timeout=60)
+        assert ok.returncode == 0 and ok.stdout.startswith("ok:"), ok.stdout + ok.stderr
+        missing = subprocess.run([sys.executable, "-m", "webhook", "check", "--name", "ww-not-installed",
+                                  "--kubeconfig", cluster.kubeconfig("admin"), "--timeout", "2"],
+                                 capture_output=True, text=True, timeout=60)
+        assert missing.returncode == 1 and "ww-not-installed: not registered" in missing.stderr
 
         # A Pod of an older revision (a rollout's terminating Pod) leaves it alone.
         older = _server(tmp_path, cluster, "rev1", "admin", "1")

@@ -172,7 +172,7 @@ class CertSync:
     """The I/O side: one Secret, two webhook configurations, one serving directory."""
 
     def __init__(self, api_client, namespace: str, secret: str, webhook_config: str, cert_dir: str,
-                 policy: Policy = Policy()):
+                 policy: Policy = Policy(), ca_configmap: str | None = None):
         from kubernetes import client
         self.core = client.CoreV1Api(api_client)
         self.admission = client.AdmissionregistrationV1Api(api_client)
@@ -180,6 +180,7 @@ class CertSync:
         self.paths = certs.Paths.in_dir(cert_dir)
         self.heartbeat = os.path.join(cert_dir, HEARTBEAT)
         self.policy = policy
+        self.ca_configmap = ca_configmap
 
     def _read(self):
         from kubernetes.client.rest import ApiException
@@ -248,6 +249,7 @@ class CertSync:
             self._write_files(m)
             for conf, patch in hooks:
                 self._publish(conf, patch, m.bundle)
+            self._publish_ca_configmap(m.bundle)
             return changed
         raise RuntimeError(f"Secret {self.namespace}/{self.secret} kept changing under us")
 
@@ -278,6 +280,21 @@ class CertSync:
         ops += [{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": encoded}
                 for i in range(len(conf.webhooks or []))]
         patch(self.webhook_config, ops, _request_timeout=TIMEOUT)
+
+    def _publish_ca_configmap(self, bundle: bytes) -> None:
+        """The CA bundle alone, for scrapers (the chart creates the ConfigMap; absent: nothing to do)."""
+        if not self.ca_configmap:
+            return
+        from kubernetes.client.rest import ApiException
+        try:
+            cm = self.core.read_namespaced_config_map(self.ca_configmap, self.namespace, _request_timeout=TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            raise
+        if (cm.data or {}).get("ca.crt") != bundle.decode():
+            self.core.patch_namespaced_config_map(self.ca_configmap, self.namespace, {"data": {"ca.crt": bundle.decode()}},
+                                                  _request_timeout=TIMEOUT)
 
     def run(self, interval: float, stop: threading.Event) -> None:
         while not stop.is_set():

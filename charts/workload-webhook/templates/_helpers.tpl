@@ -31,7 +31,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $c "server" (dict "port" (int .Values.server.port) "bindAddress" "0.0.0.0" "certDir" "/var/run/workload-webhook/certs" "workers" (int .Values.server.workers) "maxBodyBytes" (int .Values.server.maxBodyBytes) "lookupTimeoutSeconds" .Values.server.lookupTimeoutSeconds "logLevel" .Values.server.logLevel "logFormat" .Values.server.logFormat "cluster" "auto" "handshakeTimeoutSeconds" .Values.server.handshakeTimeoutSeconds "idleTimeoutSeconds" .Values.server.idleTimeoutSeconds "maxConnections" (int .Values.server.maxConnections) "gracefulTimeoutSeconds" (int .Values.server.gracefulTimeoutSeconds)) -}}
 {{- if eq .Values.certificates.mode "self" -}}
 {{- $s := .Values.certificates.self -}}
-{{- $_ := set $c "certificates" (dict "mode" "secret" "secret" (printf "%s/%s" .Release.Namespace (include "ww.tlsSecret" .)) "webhookConfiguration" (include "ww.fullname" .) "dnsNames" (include "ww.dnsNames" . | fromYamlArray) "caValiditySeconds" (int $s.caValiditySeconds) "leafValiditySeconds" (int $s.leafValiditySeconds) "graceSeconds" (int $s.graceSeconds) "checkIntervalSeconds" (int $s.checkIntervalSeconds)) -}}
+{{- $_ := set $c "certificates" (dict "mode" "secret" "secret" (printf "%s/%s" .Release.Namespace (include "ww.tlsSecret" .)) "webhookConfiguration" (include "ww.fullname" .) "caConfigMap" (printf "%s-ca" (include "ww.fullname" .)) "dnsNames" (include "ww.dnsNames" . | fromYamlArray) "caValiditySeconds" (int $s.caValiditySeconds) "leafValiditySeconds" (int $s.leafValiditySeconds) "graceSeconds" (int $s.graceSeconds) "checkIntervalSeconds" (int $s.checkIntervalSeconds)) -}}
 {{- else -}}
 {{- $_ := set $c "certificates" (dict "mode" "files") -}}
 {{- end -}}
