@@ -1,38 +1,60 @@
 """Run a child and read *its own* peak RSS from the kernel (os.wait4).
 
 `getrusage(RUSAGE_CHILDREN).ru_maxrss` is the largest of every child reaped so
-far, so whatever big child ran earlier in the session decides that figure."""
+far, so whatever big child ran earlier decides that figure. And a child's own
+ru_maxrss starts at its parent's high-water mark (exec keeps the larger of the
+old and new address space's), so a child of a big pytest process looks big.
+Hence a small launcher process forks the child and reports the wait4 figure."""
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
-import threading
-import time
+import sys
+
+# The launcher: fork, exec the command, wait4, write {"status", "maxrss_kib"} to the given fd.
+LAUNCHER = """
+import json, os, sys
+fd = int(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    os.close(fd)
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, json.dumps({"status": status, "maxrss_kib": usage.ru_maxrss}).encode())
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
 
 
 def run(args, *, timeout: float, **kwargs) -> tuple[subprocess.CompletedProcess, float]:
     """Like subprocess.run(capture_output=True, text=True); returns the result
     and the child's peak RSS in MiB. Raises subprocess.TimeoutExpired."""
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
-    chunks: dict[str, str] = {}
-    readers = [threading.Thread(target=lambda n=n, f=f: chunks.__setitem__(n, f.read()), daemon=True)
-               for n, f in (("out", proc.stdout), ("err", proc.stderr))]
-    for r in readers:
-        r.start()
-    deadline = time.monotonic() + timeout
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            proc.kill()
-            os.wait4(proc.pid, 0)
-            proc.returncode = -9
-            raise subprocess.TimeoutExpired(args, timeout)
-        time.sleep(0.02)
-    # Reaped here: tell Popen, or its own wait() would report 0 for an unknown status.
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    for r in readers:
-        r.join()
-    return subprocess.CompletedProcess(args, proc.returncode, chunks.get("out", ""), chunks.get("err", "")), \
-        usage.ru_maxrss / 1024
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen([sys.executable, "-S", "-c", LAUNCHER, str(write_end), *map(str, args)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=(write_end,),
+                                start_new_session=True, **kwargs)
+        os.close(write_end)
+        write_end = -1
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+        with os.fdopen(read_end, "rb") as f:
+            read_end = -1
+            report = json.loads(f.read() or b"{}")
+    finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)
+    if "status" not in report:
+        raise RuntimeError(f"the launcher reported nothing (exit {proc.returncode}): {err[-2000:]}")
+    code = os.waitstatus_to_exitcode(report["status"])
+    return subprocess.CompletedProcess(args, code, out, err), report["maxrss_kib"] / 1024

@@ -199,7 +199,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def _target_schema(args: argparse.Namespace) -> int:
-    from webhook.schemas.target import for_target
+    from webhook.target_schema import for_target
     cfg = _load_config(args.config, args.profile)
     matches = [t for t in cfg.targets if args.target in (t.kind, f"{t.kind}.{t.group}")]
     if len(matches) != 1:

@@ -1,4 +1,4 @@
-"""Typed settings, loaded from the YAML file of rules.md §5 and validated by
+"""Typed settings, loaded from the YAML file of docs/configuration.md and validated by
 `schemas/config.schema.json`. Every problem in a file is reported at once."""
 from __future__ import annotations
 

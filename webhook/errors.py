@@ -140,7 +140,7 @@ class FieldError:
     field: Path
     value: Any = OMIT
     detail: str = ""
-    rule: str | None = None    # the id of this service's own policy rule (rules.md); None for mirror rules
+    rule: str | None = None    # the id of this service's own policy rule (docs/rules.md); None for mirror rules
 
     def __post_init__(self) -> None:
         if self.type not in TYPES:

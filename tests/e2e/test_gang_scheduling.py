@@ -1,7 +1,7 @@
 """The gang, end to end: Pods that only carry the group label go through the
 webhook (which joins them to their PodGroup) and then the real kube-scheduler
 places them all or nothing on fake Nodes. Each scenario prints when every Pod
-was created and bound, and where (the report README "What the scheduler then
+was created and bound, and where (docs/testing.md "What the scheduler then
 does" quotes)."""
 import time
 

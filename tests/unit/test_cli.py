@@ -1,4 +1,4 @@
-"""`workload-webhook validate` and `mutate` (rules.md §6) on real files."""
+"""`workload-webhook validate` and `mutate` (docs/cli.md) on real files."""
 import json
 
 import yaml

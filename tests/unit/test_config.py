@@ -1,4 +1,4 @@
-"""The configuration file (rules.md §5): loading, defaults, every problem at once."""
+"""The configuration file (docs/configuration.md): loading, defaults, every problem at once."""
 import pytest
 
 from webhook import config as cfgmod

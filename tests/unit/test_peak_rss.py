@@ -17,3 +17,11 @@ def test_exit_status_and_output_are_the_childs():
     proc, _ = peak_rss.run([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"],
                            timeout=60)
     assert (proc.returncode, proc.stdout, proc.stderr) == (3, "out\n", "err\n")
+
+
+def test_a_big_parent_does_not_make_its_child_look_big():
+    ballast = bytearray(400 * 1024 * 1024)       # this process's high-water mark rises by 400 MiB
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    _, mib = peak_rss.run([sys.executable, "-c", "pass"], timeout=60)
+    assert mib < 100, mib
+    del ballast

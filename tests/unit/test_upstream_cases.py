@@ -123,7 +123,7 @@ ADJUSTMENTS = {
     "namespace": "Required metadata.namespace is the API server's (request scope); a manifest may omit it",
     "disruption-default": "PG-1: upstream's DV test runs without defaulting; kube-apiserver defaults disruptionMode "
                           "to single before any webhook sees a PodGroup, so its absence is valid here",
-    "dra-off": "WL-2 (rules.md): with DRAWorkloadResourceClaims off a claim list is Forbidden here; upstream drops "
+    "dra-off": "WL-2 (docs/rules.md): with DRAWorkloadResourceClaims off a claim list is Forbidden here; upstream drops "
                "it silently in the strategy, which DV tests do not exercise, so our Forbidden is set aside",
 }
 

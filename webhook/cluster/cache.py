@@ -97,7 +97,7 @@ class Informer(threading.Thread):
                                                      _request_timeout=LIST_TIMEOUT)
         self.store.replace(result.get("items") or [], (result.get("metadata") or {}).get("resourceVersion"))
         self.relists += 1
-        from webhook.server.metrics import CACHE_SYNCED
+        from webhook.metrics import CACHE_SYNCED
         CACHE_SYNCED.labels(self.plural).set(1)
 
     def run(self) -> None:
@@ -166,7 +166,7 @@ class ClusterCache:
         return {name: inf.store.synced for name, inf in self.informers.items()}
 
     def _lookup(self, plural: str, namespace: str, name: str) -> dict | None:
-        from webhook.server.metrics import LOOKUPS
+        from webhook.metrics import LOOKUPS
         inf = self.informers[plural]
         hit = inf.store.get(namespace, name)
         if hit is not None:

@@ -4,7 +4,7 @@ as data (one YAML file each), selected by one line of config:
     profiles: [jobset, leaderworkerset]
     profiles: [{name: job-template, group: example.com, kind: CronTrainJob, jobSpec: spec.jobTemplate.spec}]
 
-A profile expands into ordinary target entries (rules.md §5 plus the semantics
+A profile expands into ordinary target entries (docs/configuration.md plus the semantics
 of webhook.semantics), so the engine has no branch per operator."""
 from __future__ import annotations
 

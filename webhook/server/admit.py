@@ -1,6 +1,6 @@
 """The two admission routes (ADM-1..7) as a plain WSGI function in front of
 Flask: a Pod burst sends every Pod through here, and Flask's request context
-was 15 % of a worker's time in the profile (README, "Speed"). Health,
+was 15 % of a worker's time in the profile (docs/architecture.md, "Design notes"). Health,
 readiness and metrics stay Flask routes. Every outcome is one response built
 here: 200 with the AdmissionReview, or 400/413 with a one-line reason."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import orjson
 from webhook import engine
 from webhook.admission import review
 from webhook.server import body as request_body
-from webhook.server import metrics
+from webhook import metrics
 from webhook.server.logs import bounded, request_fields
 
 log = logging.getLogger("workload_webhook.server")

@@ -12,7 +12,7 @@ from werkzeug.exceptions import HTTPException
 
 from webhook.cluster.view import ClusterView, DisabledView
 from webhook.config import Config
-from webhook.server import metrics
+from webhook import metrics
 from webhook.server.admit import Admission
 
 log = logging.getLogger("workload_webhook.server")

@@ -66,7 +66,7 @@ class BoundedWorker(GeventWorker):
         return gevent.Timeout(LIMITS.idle, False)
 
     def handle(self, listener, client, addr) -> None:
-        from webhook.server import metrics
+        from webhook import metrics
         client.settimeout(LIMITS.handshake)
         try:
             conn = self.tls.get().wrap_socket(client, server_side=True, do_handshake_on_connect=False)

@@ -5,7 +5,7 @@ Every Pod of a gang job used to cost two calls to this service: `/mutate`
 (which already refuses inconsistent membership) and `/validate` (which judged
 the final object again, in case a later mutating webhook changed it). The
 second call cost kube-apiserver about as much CPU again as the first
-(bench/burst_bench.py, README "Speed"). The policy keeps the guarantee on the
+(bench/burst_bench.py, bench/README.md). The policy keeps the guarantee on the
 final object at no network cost. `pods.validation: webhook` restores the
 validating webhook instead.
 
@@ -79,7 +79,7 @@ def policy_objects(cfg: Config, name: str, exclude: list[str], match_condition: 
 
 def binding_action(cfg: Config) -> str:
     """The binding follows `enforcement` for POD-1/POD-3 (the stricter of the two) at the rule
-    and default level; namespace overrides cannot be expressed in one binding (README)."""
+    and default level; namespace overrides cannot be expressed in one binding (docs/rollout.md)."""
     from webhook.enforcement import RANK
     actions = [cfg.enforcement.action(rule, "Pod", lambda: None, "admission") for rule in ("POD-1", "POD-3")]
     return {"deny": "Deny", "warn": "Warn", "audit": "Audit"}[min(actions, key=RANK.__getitem__)]

@@ -1,5 +1,6 @@
-"""Prometheus metrics (ADM-7), in prometheus_client's multiprocess mode so
-every gunicorn worker's counts add up on /metrics. PROMETHEUS_MULTIPROC_DIR
+"""Prometheus metrics (ADM-7), a room of its own below every layer that counts
+(server, cluster cache), in prometheus_client's multiprocess mode so every
+gunicorn worker's counts add up on /metrics. PROMETHEUS_MULTIPROC_DIR
 must be set before this module is imported (`serve` does it)."""
 from __future__ import annotations
 
