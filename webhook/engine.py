@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from webhook import enforcement
+from webhook import enforcement, kinds
 from webhook.cluster.view import ClusterUnavailable, ClusterView, DisabledView
 from webhook.config import Config
 from webhook.errors import FieldError, Path, Verdict, invalid
@@ -13,12 +13,6 @@ from webhook.mutation import patch, pods
 from webhook.mutation.defaults import default_target
 from webhook.targets import core, crd
 
-SCHEDULING = "scheduling.k8s.io"
-CORE_KINDS = {
-    ("v1beta1", "Workload"), ("v1alpha3", "Workload"),
-    ("v1beta1", "PodGroup"), ("v1alpha3", "PodGroup"),
-    ("v1alpha3", "CompositePodGroup"),
-}
 NOT_JUDGED = ("DELETE", "CONNECT")
 
 
@@ -87,9 +81,8 @@ def _enforced(verdict: Verdict, req: Request, cfg: Config, view: ClusterView, sc
     def labels() -> dict | None:
         """Read at most once per request, whatever the number of violations."""
         if not memo:
-            lookup = getattr(view, "namespace_labels", None)
             try:
-                memo.append(lookup(req.namespace) if lookup is not None and req.namespace else None)
+                memo.append(view.namespace_labels(req.namespace) if req.namespace else None)
             except ClusterUnavailable:
                 memo.append(None)   # unknown namespace labels: the rule-, target- and default actions apply
         return memo[0]
@@ -101,8 +94,8 @@ def _validate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
         return Verdict(checked=False)
     obj, old = req.object, req.old
     target = cfg.target_for(req.group, req.version, req.kind)
-    is_core = req.group == SCHEDULING and (req.version, req.kind) in CORE_KINDS
-    is_pod = req.group == "" and req.version == "v1" and req.kind == "Pod"
+    is_core = kinds.scheduling_kind(req.group, req.version, req.kind) is not None
+    is_pod = kinds.is_pod(req.group, req.version, req.kind)
     if not (target or is_core or is_pod):
         return Verdict(checked=False)
     if not isinstance(obj, dict):
@@ -127,7 +120,7 @@ def _mutate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
     if req.operation != "CREATE":           # POD-7, DEF-1: only CREATE is mutated
         return Verdict(checked=False)
     obj = req.object
-    if req.group == "" and req.version == "v1" and req.kind == "Pod":
+    if kinds.is_pod(req.group, req.version, req.kind):
         out = pods.mutate_pod(obj, req.namespace, cfg, view)
         # With errors the patch is only sent if enforcement admits the Pod (respond() drops it otherwise).
         return Verdict(errors=_dedupe(out.errors), warnings=out.warnings, patch=out.ops or None)

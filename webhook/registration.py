@@ -10,13 +10,12 @@ import base64
 import json
 from dataclasses import dataclass
 
+from webhook import kinds
 from webhook.config import Config
 from webhook.vap.pod_membership import policy_objects
 from webhook.vap.targets import export
 
 SUFFIX = "workload-webhook.k8s.io"
-SCHEDULING_RESOURCES = ("workloads", "podgroups", "podgroups/status", "compositepodgroups",
-                        "compositepodgroups/status")
 
 
 @dataclass(frozen=True)
@@ -64,8 +63,8 @@ def configurations(cfg: Config, endpoint: Endpoint, name: str = "workload-webhoo
                    pod_failure_policy: str = "Fail", timeout: int = 5) -> list[dict]:
     exclude = sorted({"kube-system", namespace})
     pods = [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"], "scope": "Namespaced"}]
-    scheduling = [{"apiGroups": ["scheduling.k8s.io"], "apiVersions": ["v1beta1", "v1alpha3"],
-                   "resources": list(SCHEDULING_RESOURCES), "operations": ["CREATE", "UPDATE"], "scope": "Namespaced"}]
+    scheduling = [{"apiGroups": [kinds.SCHEDULING], "apiVersions": list(kinds.SCHEDULING_VERSIONS),
+                   "resources": kinds.scheduling_resources(), "operations": ["CREATE", "UPDATE"], "scope": "Namespaced"}]
     validating = [_common(f"scheduling.validate.{SUFFIX}", endpoint, "/validate", scheduling, "Fail", exclude, timeout)]
     mutating = []
     exported = export(cfg, name, tuple(exclude)) if cfg.vap.enabled else None

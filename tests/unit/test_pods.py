@@ -116,7 +116,7 @@ def test_POD_5_group_being_deleted_is_denied():
 
 @pytest.mark.parametrize("mode,allowed", [("allow", True), ("deny", False)])
 def test_POD_5_cluster_unreachable_follows_setting(mode, allowed):
-    class Down:
+    class Down(StaticView):
         authoritative = True
 
         def podgroup(self, ns, name):

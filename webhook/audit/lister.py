@@ -6,11 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+from webhook import kinds
 from webhook.config import Config
 
-SCHEDULING = "scheduling.k8s.io"
-CORE = (("Workload", "workloads", ("v1beta1", "v1alpha3")), ("PodGroup", "podgroups", ("v1beta1", "v1alpha3")),
-        ("CompositePodGroup", "compositepodgroups", ("v1alpha3",)))
 TIMEOUT = (5, 60)
 
 
@@ -23,7 +21,7 @@ class Resource:
 
 
 def resources(cfg: Config) -> list[Resource]:
-    out = [Resource(SCHEDULING, kind, plural, versions) for kind, plural, versions in CORE]
+    out = [Resource(k.group, k.kind, k.plural, k.versions) for k in kinds.SCHEDULING_KINDS]
     out += [Resource(t.group, t.kind, t.resource, t.versions) for t in cfg.targets]
     return out
 

@@ -11,7 +11,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from webhook.cluster.view import SCHEDULING_GROUP, ClusterUnavailable
+from webhook import kinds
+from webhook.cluster.view import ClusterUnavailable
 
 log = logging.getLogger("workload_webhook.cluster")
 
@@ -84,7 +85,7 @@ class Informer(threading.Thread):
         from kubernetes.client.rest import ApiException
         for v in self.versions:
             try:
-                self.api.list_cluster_custom_object(SCHEDULING_GROUP, v, self.plural, limit=1,
+                self.api.list_cluster_custom_object(kinds.SCHEDULING, v, self.plural, limit=1,
                                                     _request_timeout=LIST_TIMEOUT)
                 return v
             except ApiException as exc:
@@ -93,7 +94,7 @@ class Informer(threading.Thread):
         raise ClusterUnavailable(f"the cluster serves none of scheduling.k8s.io/{{{','.join(self.versions)}}} {self.plural}")
 
     def _list(self) -> None:
-        result = self.api.list_cluster_custom_object(SCHEDULING_GROUP, self.version, self.plural,
+        result = self.api.list_cluster_custom_object(kinds.SCHEDULING, self.version, self.plural,
                                                      _request_timeout=LIST_TIMEOUT)
         self.store.replace(result.get("items") or [], (result.get("metadata") or {}).get("resourceVersion"))
         self.relists += 1
@@ -112,7 +113,7 @@ class Informer(threading.Thread):
                 backoff = 0.5
                 while not self._stop_event.is_set():
                     w = watch.Watch()
-                    for event in w.stream(self.api.list_cluster_custom_object, SCHEDULING_GROUP, self.version,
+                    for event in w.stream(self.api.list_cluster_custom_object, kinds.SCHEDULING, self.version,
                                           self.plural, resource_version=self.store.resource_version,
                                           allow_watch_bookmarks=True, timeout_seconds=self.watch_seconds,
                                           # a half-open connection must not freeze the cache forever
@@ -147,10 +148,7 @@ class ClusterCache:
         self.timeout = timeout
         self.api = client.CustomObjectsApi(api_client)
         self._namespaces: dict[str, tuple[float, dict | None]] = {}
-        self.informers = {
-            "podgroups": Informer(self.api, "podgroups", ("v1beta1", "v1alpha3")),
-            "workloads": Informer(self.api, "workloads", ("v1beta1", "v1alpha3")),
-        }
+        self.informers = {k.plural: Informer(self.api, k.plural, k.versions) for k in kinds.CACHED}
 
     def start(self) -> "ClusterCache":
         for inf in self.informers.values():
@@ -189,7 +187,7 @@ class ClusterCache:
             if left <= 0:
                 break
             try:
-                return self.api.get_namespaced_custom_object(SCHEDULING_GROUP, version, namespace, inf.plural, name,
+                return self.api.get_namespaced_custom_object(kinds.SCHEDULING, version, namespace, inf.plural, name,
                                                              _request_timeout=left)
             except ApiException as exc:
                 if exc.status == 404:
@@ -228,10 +226,10 @@ class ClusterCache:
         return labels
 
     def podgroup(self, namespace: str, name: str) -> dict | None:
-        return self._lookup("podgroups", namespace, name)
+        return self._lookup(kinds.PODGROUP.plural, namespace, name)
 
     def workload(self, namespace: str, name: str) -> dict | None:
-        return self._lookup("workloads", namespace, name)
+        return self._lookup(kinds.WORKLOAD.plural, namespace, name)
 
 
 def api_client(mode: str, kubeconfig: str | None):

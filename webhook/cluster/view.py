@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Protocol
 
-SCHEDULING_GROUP = "scheduling.k8s.io"
+from webhook import kinds
 
 
 class ClusterUnavailable(Exception):
@@ -15,17 +15,26 @@ class ClusterView(Protocol):
     # True when "not found" means the object does not exist (a live cluster),
     # False when the view may simply not know it (offline files).
     authoritative: bool
+    # True when there is no cluster at all (nothing is known, nothing is looked up).
+    disabled: bool
 
     def podgroup(self, namespace: str, name: str) -> dict | None: ...
 
     def workload(self, namespace: str, name: str) -> dict | None: ...
 
-    # Optional: the labels of a namespace (enforcement by namespace); None when unknown.
-    # def namespace_labels(self, name: str) -> dict | None: ...
+    def namespace_labels(self, name: str) -> dict | None:
+        """The labels of a namespace (enforcement by namespace); None when unknown."""
+
+    @property
+    def synced(self) -> dict[str, bool]:
+        """Plural -> whether that part of the view is complete (a watch cache syncs)."""
 
 
 class StaticView:
     """A view over a fixed list of objects (CLI `--context`, tests)."""
+
+    disabled = False
+    synced: dict[str, bool] = {}
 
     def __init__(self, objects: Iterable[dict] = (), authoritative: bool = False):
         self.authoritative = authoritative
@@ -35,7 +44,7 @@ class StaticView:
                 continue
             group = str(obj.get("apiVersion", "")).split("/")[0]
             meta = obj.get("metadata") or {}
-            if group == SCHEDULING_GROUP and obj.get("kind") in ("PodGroup", "Workload") and isinstance(meta, dict):
+            if group == kinds.SCHEDULING and obj.get("kind") in {k.kind for k in kinds.CACHED} and isinstance(meta, dict):
                 self._objects[(obj["kind"], meta.get("namespace") or "default", meta.get("name") or "")] = obj
             elif obj.get("apiVersion") == "v1" and obj.get("kind") == "Namespace" and isinstance(meta, dict):
                 self._objects[("Namespace", "", meta.get("name") or "")] = obj
@@ -57,9 +66,13 @@ class DisabledView:
 
     authoritative = False
     disabled = True
+    synced: dict[str, bool] = {}
 
     def podgroup(self, namespace: str, name: str) -> dict | None:
         return None
 
     def workload(self, namespace: str, name: str) -> dict | None:
+        return None
+
+    def namespace_labels(self, name: str) -> dict | None:
         return None

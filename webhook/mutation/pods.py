@@ -141,7 +141,7 @@ def _lookup(namespace: str, name: str, cfg: Config, view: ClusterView, out: PodO
             out.warnings.append(f"{GROUP_NAME}: PodGroup {name!r} not looked up ({exc}); claims not injected")
         return None
     if podgroup is None:
-        if getattr(view, "disabled", False) and not deny:
+        if view.disabled and not deny:
             out.warnings.append(f"{GROUP_NAME}: no cluster view; claims of PodGroup {name!r} not injected")
         elif deny:
             out.errors += by_rule([invalid(GROUP_NAME, name, f"PodGroup {name!r} does not exist in namespace "

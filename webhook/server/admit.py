@@ -11,10 +11,9 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
-from webhook import engine
+from webhook import engine, kinds, metrics
 from webhook.admission import review
 from webhook.server import body as request_body
-from webhook import metrics
 from webhook.server.logs import bounded, request_fields
 
 log = logging.getLogger("workload_webhook.server")
@@ -29,7 +28,7 @@ class Admission:
     def __init__(self, state, fallback: Callable):
         self.state, self.fallback = state, fallback
         cfg = state.config
-        self.known = {k for _, k in engine.CORE_KINDS} | {"Pod"} | {t.kind for t in cfg.targets}
+        self.known = {k.kind for k in (*kinds.SCHEDULING_KINDS, kinds.POD)} | {t.kind for t in cfg.targets}
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         route = ROUTES.get(environ.get("PATH_INFO", ""))

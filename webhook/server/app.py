@@ -10,7 +10,8 @@ from typing import Callable
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
-from webhook.cluster.view import ClusterView, DisabledView
+from webhook import kinds
+from webhook.cluster.view import ClusterView
 from webhook.config import Config
 from webhook import metrics
 from webhook.server.admit import Admission
@@ -51,12 +52,12 @@ def create_app(state: State) -> Admission:
     @app.get("/readyz")
     def readyz() -> Response:
         view = state.view
-        if isinstance(view, DisabledView):
+        if view.disabled:
             cluster = "disabled"
         else:
-            synced = getattr(view, "synced", {})
+            synced = view.synced
             # Pod mutation needs PodGroups; Workloads only serve PG-2, which degrades to a warning.
-            cluster = "synced" if synced.get("podgroups", True) else "syncing"
+            cluster = "synced" if synced.get(kinds.PODGROUP.plural, True) else "syncing"
             if cluster == "synced" and not all(synced.values()):
                 cluster = "synced (workloads still syncing)"
         body = {"config": "loaded", "certificates": "loaded" if state.certs_loaded() else "missing", "cluster": cluster}
