@@ -2,7 +2,7 @@
 a Verdict out. Pure: the only outside input is the ClusterView passed in."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from webhook import enforcement, kinds
@@ -11,7 +11,7 @@ from webhook.config import Config
 from webhook.errors import FieldError, Path, Verdict, invalid
 from webhook.mutation import patch, pods
 from webhook.mutation.defaults import default_target
-from webhook.targets import core, crd
+from webhook.rules import core, crd, pods as pod_rules
 
 NOT_JUDGED = ("DELETE", "CONNECT")
 
@@ -103,7 +103,7 @@ def _validate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
     if is_pod:
         if req.operation != "CREATE":
             return Verdict(checked=False)
-        return Verdict(errors=_dedupe(pods.check_pod(obj, cfg)))
+        return Verdict(errors=_dedupe(pod_rules.check_pod(obj, cfg)))
     if is_core:
         if req.kind == "Workload":
             found = core.validate_workload(obj, old, cfg)
@@ -113,7 +113,7 @@ def _validate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
             found = core.validate_composite_podgroup(obj, old, cfg)
     else:
         found = crd.validate_target(obj, old, target, cfg)
-    return Verdict(errors=_dedupe(found.errors), warnings=found.warnings)
+    return replace(found, errors=_dedupe(found.errors))
 
 
 def _mutate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
@@ -123,7 +123,7 @@ def _mutate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
     if kinds.is_pod(req.group, req.version, req.kind):
         out = pods.mutate_pod(obj, req.namespace, cfg, view)
         # With errors the patch is only sent if enforcement admits the Pod (respond() drops it otherwise).
-        return Verdict(errors=_dedupe(out.errors), warnings=out.warnings, patch=out.ops or None)
+        return replace(out, errors=_dedupe(out.errors))
     target = cfg.target_for(req.group, req.version, req.kind)
     if target is None or not isinstance(obj, dict):
         return Verdict(checked=False)

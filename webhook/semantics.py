@@ -6,7 +6,7 @@ sum of products over a list), how (≤, =, must not be set), which policy an
 unset `schedulingPolicy` resolves to, whether `minCount` is required (PodGroup
 object types) or optional (building blocks), whether the field holding the
 blocks may appear or vanish after create. Object-wide rules sit in `Checks`.
-Parsing only: the rules that read these live in webhook.targets."""
+Parsing only: the rules that read these live in webhook.rules."""
 from __future__ import annotations
 
 from dataclasses import dataclass

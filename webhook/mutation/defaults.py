@@ -13,7 +13,7 @@ from webhook.blocks.common import INT32_MAX
 from webhook.config import Target
 from webhook.errors import FieldError
 from webhook.paths import get_or_none
-from webhook.targets.crd import composite_instance, leaf_instances
+from webhook.rules.crd import composite_instance, leaf_instances
 
 
 def default_target(obj: dict, target: Target, max_min_count: int | None = None) -> dict:

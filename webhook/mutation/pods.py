@@ -6,63 +6,16 @@ copy and diff of the whole Pod): what the Pod already had is never removed,
 reordered or rewritten, so mutating twice gives no second patch."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from webhook import formats
 from webhook.blocks import claims
-from webhook.mutation import additions
 from webhook.cluster.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
-from webhook.errors import FieldError, Path, by_rule, forbidden, invalid
+from webhook.errors import Path, Verdict, by_rule, forbidden, invalid
+from webhook.mutation import additions
+from webhook.rules.pods import GROUP_NAME, membership, shape_errors
 from webhook.schemas import structural_errors
-
-GROUP_NAME = Path("spec", "schedulingGroup", "podGroupName")
-
-
-@dataclass
-class PodOutcome:
-    errors: list[FieldError] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    ops: list[dict] = field(default_factory=list)     # JSON Patch adds (webhook.mutation.additions)
-
-
-def membership(pod: dict, cfg: Config) -> tuple[str | None, list[FieldError]]:
-    """The group a Pod names, by label or by `spec.schedulingGroup` (POD-1, POD-3).
-    Assumes the Pod passed the shape check."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    label = labels.get(cfg.groupLabel)
-    group = (pod.get("spec") or {}).get("schedulingGroup")
-    field_name = group.get("podGroupName") if group is not None else None
-    label_path = Path("metadata", "labels").key(cfg.groupLabel)
-    errors: list[FieldError] = []
-    if group is not None and not field_name:
-        errors.append(FieldError("Required", GROUP_NAME))
-    elif field_name and (problem := formats.dns_subdomain(field_name)):
-        errors.append(invalid(GROUP_NAME, field_name, problem))
-    if label is not None and (problem := formats.dns_subdomain(label)):
-        errors += by_rule([invalid(label_path, label, f"must name a PodGroup: {problem}")], "POD-1")
-    if field_name and label is not None and field_name != label:
-        errors += by_rule([invalid(GROUP_NAME, field_name, f"must equal the {cfg.groupLabel} label ({label!r}); "
-                                                           "the Pod would join two groups")], "POD-3")
-    return (field_name or label or None), errors
-
-
-def _shape_errors(pod: Any, cfg: Config) -> list[FieldError]:
-    """The Pod schema's check of what membership and claim injection read.
-    Containers are read only with claimsToContainers: all; otherwise they are
-    left out of the check (a Pod with 50 containers cost 100 µs for nothing)."""
-    if cfg.claimsToContainers == "all" or not isinstance(pod, dict) or not isinstance(pod.get("spec"), dict):
-        return structural_errors("pod", pod)
-    spec = pod["spec"]
-    view = {**pod, "spec": {k: spec[k] for k in ("schedulingGroup", "resourceClaims") if k in spec}}
-    return structural_errors("pod", view)
-
-
-def check_pod(pod: Any, cfg: Config) -> list[FieldError]:
-    """Membership consistency, for the validating webhook."""
-    shape = _shape_errors(pod, cfg)
-    return shape or membership(pod, cfg)[1]
 
 
 def _want_label(labels: Any, wanted: dict, key: str, value: str, warnings: list[str], why: str) -> None:
@@ -74,9 +27,10 @@ def _want_label(labels: Any, wanted: dict, key: str, value: str, warnings: list[
     wanted[key] = value
 
 
-def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) -> PodOutcome:
-    out = PodOutcome()
-    shape = _shape_errors(pod, cfg)
+def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) -> Verdict:
+    """The Verdict's patch holds the JSON Patch adds (webhook.mutation.additions)."""
+    out = Verdict()
+    shape = shape_errors(pod, cfg)
     if shape:
         out.errors = shape
         return out
@@ -125,11 +79,11 @@ def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) 
                                        missing)
             else:
                 additions.add_members(ops, resources, ("spec", "containers", i, "resources"), {"claims": missing})
-    out.ops = ops
+    out.patch = ops or None
     return out
 
 
-def _lookup(namespace: str, name: str, cfg: Config, view: ClusterView, out: PodOutcome) -> dict | None:
+def _lookup(namespace: str, name: str, cfg: Config, view: ClusterView, out: Verdict) -> dict | None:
     deny = cfg.onMissingPodGroup == "deny"
     try:
         podgroup = view.podgroup(namespace, name)
@@ -159,7 +113,7 @@ def _lookup(namespace: str, name: str, cfg: Config, view: ClusterView, out: PodO
     return podgroup
 
 
-def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: PodOutcome,
+def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: Verdict,
                    claims_wanted: list[dict], container_claims: dict[int, list[dict]]) -> None:
     """The group's claims the Pod lacks (POD-4), into `claims_wanted` and, with
     claimsToContainers: all, each container's missing claim names."""

@@ -9,11 +9,11 @@ from typing import Any, Iterator
 from webhook.blocks import claims, composite, constraints, disruption, policy
 from webhook.blocks.common import EMBEDDED, OBJECT_TYPES, check_no_set_no_unset, same
 from webhook.config import CompositeGroup, Config, LeafGroup, Target
-from webhook.errors import FieldError, Path, by_rule, forbidden, invalid, too_many
+from webhook.errors import FieldError, Path, Verdict, by_rule, forbidden, invalid, too_many
 from webhook.paths import FieldPath, WrongType, get, get_or_none, old_indices
 from webhook.semantics import Semantics
-from webhook.targets import bounds, checks, size as sizes
-from webhook.targets.core import Findings
+from webhook.rules import bounds, checks, size as sizes
+
 
 # Per block: (module with shape/validate_update, config key)
 _LEAF_BLOCKS = (("schedulingPolicy", policy), ("schedulingConstraints", constraints),
@@ -231,8 +231,8 @@ def _too_many_groups(used: list[Instance], cap: int) -> FieldError:
     return by_rule([too_many(Path(*path[:last]), len(used), cap)], "TGT-11")[0]
 
 
-def validate_target(obj: dict, old: dict | None, target: Target, cfg: Config) -> Findings:
-    found = Findings()
+def validate_target(obj: dict, old: dict | None, target: Target, cfg: Config) -> Verdict:
+    found = Verdict()
     if not isinstance(obj, dict):
         found.errors.append(invalid(Path(), obj, "must be of type object"))
         return found

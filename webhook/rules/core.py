@@ -3,7 +3,6 @@
 policies (DIS-2, PG-2). Rules WL-1, WL-2, PG-1, PG-2."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from webhook import formats
@@ -11,7 +10,7 @@ from webhook.blocks import claims, composite, constraints, disruption, policy, p
 from webhook.blocks.common import CORE, check_immutable, same
 from webhook.cluster.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
-from webhook.errors import FieldError, Path, by_rule, duplicate, forbidden, invalid, required, too_many
+from webhook.errors import FieldError, Path, Verdict, by_rule, duplicate, forbidden, invalid, required, too_many
 from webhook.schemas import structural_errors
 
 MAX_TEMPLATES = 8          # WorkloadMaxPodGroupTemplates
@@ -23,13 +22,7 @@ PREEMPTION = "PodGroupPreemptionPolicy"
 SPEC = Path("spec")
 
 
-@dataclass
-class Findings:
-    errors: list[FieldError] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-
-def _usable_old(schema: str, old: dict | None, found: Findings) -> dict | None:
+def _usable_old(schema: str, old: dict | None, found: Verdict) -> dict | None:
     """The stored object, if it has the right shape. The API server never sends a
     malformed oldObject; if one comes anyway, judge as a create and say so."""
     if old is None or not structural_errors(schema, old, limit=1):
@@ -38,7 +31,7 @@ def _usable_old(schema: str, old: dict | None, found: Findings) -> dict | None:
     return None
 
 
-def _object(obj: dict, old: dict | None, schema: str, found: Findings) -> tuple[dict, dict | None] | None:
+def _object(obj: dict, old: dict | None, schema: str, found: Verdict) -> tuple[dict, dict | None] | None:
     """What every core object goes through first: its shape, its name, a spec.
     Returns (spec, old spec or None on create), or None when judging stops here."""
     shape = structural_errors(schema, obj)
@@ -211,8 +204,8 @@ class _TreeWalk:
         self.lists(t, old_t, tpath, depth + 1, top)
 
 
-def validate_workload(obj: dict, old: dict | None, cfg: Config) -> Findings:
-    found = Findings()
+def validate_workload(obj: dict, old: dict | None, cfg: Config) -> Verdict:
+    found = Verdict()
     judged = _object(obj, old, "workload", found)
     if judged is None:
         return found
@@ -311,8 +304,8 @@ def _identity_update(spec: dict, old_spec: dict) -> list[FieldError]:
     return errors
 
 
-def validate_podgroup(obj: dict, old: dict | None, cfg: Config, view: ClusterView | None) -> Findings:
-    found = Findings()
+def validate_podgroup(obj: dict, old: dict | None, cfg: Config, view: ClusterView | None) -> Verdict:
+    found = Verdict()
     judged = _object(obj, old, "podgroup", found)
     if judged is None:
         return found
@@ -354,7 +347,7 @@ def _claim_statuses(obj: dict, spec: dict) -> list[FieldError]:
     return errors
 
 
-def _against_workload(obj: dict, spec: dict, view: ClusterView, found: Findings) -> None:
+def _against_workload(obj: dict, spec: dict, view: ClusterView, found: Verdict) -> None:
     """PG-2 (policy): a PodGroup made from a template must agree with it."""
     ref = spec.get("workloadRef")
     if not ref:
@@ -395,8 +388,8 @@ def _against_workload(obj: dict, spec: dict, view: ClusterView, found: Findings)
 
 # ---------------------------------------------------------------- CompositePodGroup
 
-def validate_composite_podgroup(obj: dict, old: dict | None, cfg: Config) -> Findings:
-    found = Findings()
+def validate_composite_podgroup(obj: dict, old: dict | None, cfg: Config) -> Verdict:
+    found = Verdict()
     judged = _object(obj, old, "compositepodgroup", found)
     if judged is None:
         return found
