@@ -20,7 +20,9 @@ monkey.patch_all()          # as `serve` does, before gunicorn imports ssl
 
 from flask import Flask, Response, request  # noqa: E402
 
-from webhook import certs, config  # noqa: E402
+from webhook import config  # noqa: E402
+from webhook.certificates import files as certs  # noqa: E402
+from webhook.certificates.serving import Serving  # noqa: E402
 from webhook.server.gunicorn_app import Launch, WebhookServer  # noqa: E402
 
 
@@ -57,7 +59,7 @@ def main() -> None:
     cfg = config.Config()
     cfg = dataclasses.replace(cfg, server=dataclasses.replace(cfg.server, port=args.port, workers=args.workers,
                                                               certDir=args.cert_dir, cluster="disabled"))
-    ThinServer(Launch(cfg, paths)).run()
+    ThinServer(Launch(cfg, Serving(paths))).run()
 
 
 if __name__ == "__main__":

@@ -226,7 +226,7 @@ def _target_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_certs(args: argparse.Namespace) -> int:
-    from webhook import certs
+    from webhook.certificates import files as certs
     if args.certs_command == "generate":
         ca = certs.load_ca(args.ca_dir) if args.ca_dir else None
         paths = certs.generate(args.out, dns_names=tuple(args.dns or certs.DEFAULT_DNS),

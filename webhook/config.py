@@ -10,10 +10,9 @@ import yaml
 
 from webhook import formats, profiles
 from webhook.errors import FieldError, Path, invalid
-from webhook.paths import FieldPath, PathSyntaxError
 from webhook.schemas import structural_errors
 from webhook.enforcement import Enforcement, parse as parse_enforcement
-from webhook.semantics import Checks, Semantics, Size, parse_checks, parse_semantics, parse_size, within_fanout
+from webhook.targets import Target, parse_target
 
 DEFAULT_GATES = {
     "GenericWorkload": True,
@@ -24,7 +23,6 @@ DEFAULT_GATES = {
 }
 DEFAULT_GROUP_LABEL = "scheduling.k8s.io/pod-group"
 DEFAULT_WORKLOAD_LABEL = "scheduling.k8s.io/workload"
-BLOCK_KEYS = ("schedulingPolicy", "schedulingConstraints", "disruptionMode", "resourceClaims")
 
 
 class ConfigError(Exception):
@@ -34,52 +32,6 @@ class ConfigError(Exception):
         self.source = source
         self.problems = problems
         super().__init__(f"{source}: invalid configuration:\n" + "\n".join(f"  {p}" for p in problems))
-
-
-@dataclass(frozen=True)
-class LeafGroup:
-    """Where one leaf pod group's blocks sit inside a target object."""
-    schedulingPolicy: FieldPath | None = None
-    schedulingConstraints: FieldPath | None = None
-    disruptionMode: FieldPath | None = None
-    resourceClaims: FieldPath | None = None
-    size: Size | None = None
-    semantics: Semantics = field(default_factory=Semantics)
-
-    def paths(self) -> dict[str, FieldPath]:
-        """The block paths and the size paths that fan out with the group."""
-        out = {k: v for k in BLOCK_KEYS if (v := getattr(self, k)) is not None}
-        for i, p in enumerate(self.size.fan_paths() if self.size else ()):
-            out["size" if i == 0 and self.size.path else "size.only"] = p
-        return out
-
-
-@dataclass(frozen=True)
-class CompositeGroup:
-    schedulingPolicy: FieldPath
-    children: FieldPath
-    schedulingConstraints: FieldPath | None = None
-    disruptionMode: FieldPath | None = None
-
-
-@dataclass(frozen=True)
-class Target:
-    group: str
-    kind: str
-    versions: tuple[str, ...] = ()
-    plural: str | None = None
-    groups: tuple[LeafGroup, ...] = ()
-    composite: CompositeGroup | None = None
-    checks: Checks = field(default_factory=Checks)
-    profile: str | None = None          # the shipped profile this target came from
-
-    @property
-    def resource(self) -> str:
-        """The resource name webhook rules use: `plural`, else the lowercase kind + "s"."""
-        return self.plural or self.kind.lower() + "s"
-
-    def matches(self, group: str, version: str, kind: str) -> bool:
-        return group == self.group and kind == self.kind and (not self.versions or version in self.versions)
 
 
 @dataclass(frozen=True)
@@ -160,50 +112,6 @@ def _problems(errors: list[FieldError]) -> list[str]:
     return [f"{e.field or '(top level)'}: {e.body()}" for e in errors]
 
 
-def _parse_path(raw: str, where: Path, errors: list[FieldError]) -> FieldPath | None:
-    try:
-        return FieldPath.parse(raw)
-    except PathSyntaxError as exc:
-        errors.append(invalid(where, raw, str(exc)))
-        return None
-
-
-def _check_fanout(paths: dict[str, FieldPath], where: Path, errors: list[FieldError]) -> None:
-    """All `[*]` of one group must walk the same lists, so index i means the same item everywhere."""
-    deepest = max(paths.values(), key=lambda p: p.wildcards, default=None)
-    if deepest is None:
-        return
-    for name, p in paths.items():
-        if p.wildcards != deepest.wildcards:
-            errors.append(invalid(where.child(name), str(p), f"must fan out like {deepest} (`[*]` {deepest.wildcards} "
-                                  "time(s)): a block outside the list would be judged once per item, or never"))
-        elif p.list_prefixes() != deepest.list_prefixes():
-            errors.append(invalid(where.child(name), str(p),
-                                  f"its `[*]` lists must be a prefix of those of {deepest} (same items, same order)"))
-
-
-def _leaf_group(g: dict, where: Path, errors: list[FieldError]) -> LeafGroup | None:
-    """`at: X` places the four blocks at X.schedulingPolicy, X.schedulingConstraints, ..."""
-    raw = {k: g.get(k) or (f"{g['at']}.{k}" if g.get("at") else None) for k in BLOCK_KEYS}
-    before = len(errors)
-    if not any(raw.values()):
-        errors.append(invalid(where, "", "a group needs at least one block path (or `at`)"))
-        return None
-    parsed = {k: _parse_path(v, where.child(k if g.get(k) else "at"), errors) for k, v in raw.items() if v}
-    size = parse_size(g["size"], where.child("size"), errors) if g.get("size") is not None else None
-    semantics = parse_semantics(g, where, errors)
-    if len(errors) > before:
-        return None
-    group = LeafGroup(**parsed, size=size, semantics=semantics)
-    deepest = max(group.paths().values(), key=lambda p: p.wildcards)
-    extra = [("setOnce", semantics.setOnce)] + [(f"gangIncompatible[{i}].path", p)
-                                                 for i, (p, _) in enumerate(semantics.gangIncompatible)]
-    for name, p in extra:
-        if p is not None and not within_fanout(p, deepest):
-            errors.append(invalid(where.child(name), str(p), f"its `[*]` lists must be a prefix of those of {deepest}"))
-    return None if len(errors) > before else group
-
-
 def from_dict(data: Any, source: str = "<config>") -> Config:
     if data is None:
         data = {}
@@ -214,29 +122,7 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
     if errors:
         raise ConfigError(source, _problems(errors))
 
-    targets: list[Target] = []
-    for ti, t in enumerate(data.get("targets") or []):
-        tpath = Path("targets", ti)
-        groups = []
-        for gi, g in enumerate(t.get("groups") or []):
-            gpath = tpath.child("groups", gi)
-            group = _leaf_group(g, gpath, errors)
-            if group is not None:
-                _check_fanout(group.paths(), gpath, errors)
-                groups.append(group)
-        composite = None
-        if t.get("composite"):
-            cpath = tpath.child("composite")
-            parsed = {k: _parse_path(v, cpath.child(k), errors) for k, v in t["composite"].items()}
-            if all(v is not None for v in parsed.values()):
-                for name, p in parsed.items():
-                    if p.wildcards:
-                        errors.append(invalid(cpath.child(name), str(p), "a composite block is one per object: `[*]` is not allowed"))
-                composite = CompositeGroup(**parsed)
-        checks = parse_checks(t.get("checks") or {}, tpath.child("checks"), errors)
-        targets.append(Target(group=t["group"], kind=t["kind"], versions=tuple(t.get("versions") or ()),
-                              plural=t.get("plural"), groups=tuple(groups), composite=composite, checks=checks,
-                              profile=t.get("profile")))
+    targets = [parse_target(t, Path("targets", ti), errors) for ti, t in enumerate(data.get("targets") or [])]
     seen: dict[tuple, int] = {}
     for ti, t in enumerate(targets):
         for v in t.versions or ("*",):

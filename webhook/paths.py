@@ -96,6 +96,21 @@ class FieldPath:
         return results, errors
 
 
+def parse_into(raw: Any, where: Path, errors: list[FieldError]) -> FieldPath | None:
+    """A config path, or None with the problem appended at `where` (the one parser of config paths)."""
+    try:
+        return FieldPath.parse(raw)
+    except PathSyntaxError as exc:
+        errors.append(invalid(where, raw, str(exc)))
+        return None
+
+
+def within_fanout(p: FieldPath, outer: FieldPath) -> bool:
+    """`p` walks a prefix of the lists `outer` walks, so `outer`'s indices bind all of its `[*]`."""
+    mine, theirs = p.list_prefixes(), outer.list_prefixes()
+    return mine == theirs[:len(mine)]
+
+
 class WrongType(Exception):
     def __init__(self, error: FieldError):
         self.error = error

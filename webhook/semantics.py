@@ -13,10 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.errors import FieldError, Path, invalid
-from webhook.paths import FieldPath, PathSyntaxError
+from webhook.paths import FieldPath, parse_into as _path, within_fanout
 
-MIN_COUNT_RULES = ("atMostSize", "equalsSize", "unset", "any")
-POLICIES = ("basic", "gang")
 
 
 @dataclass(frozen=True)
@@ -106,20 +104,6 @@ class Checks:
 
     def __bool__(self) -> bool:
         return any((self.exclusive, self.operatorOwned, self.references, self.counts, self.immutable))
-
-
-def within_fanout(p: FieldPath, outer: FieldPath) -> bool:
-    """`p` walks a prefix of the lists `outer` walks, so `outer`'s indices bind all of its `[*]`."""
-    mine, theirs = p.list_prefixes(), outer.list_prefixes()
-    return mine == theirs[:len(mine)]
-
-
-def _path(raw: Any, where: Path, errors: list[FieldError]) -> FieldPath | None:
-    try:
-        return FieldPath.parse(raw)
-    except PathSyntaxError as exc:
-        errors.append(invalid(where, raw, str(exc)))
-        return None
 
 
 def _paths(raw: list, where: Path, errors: list[FieldError]) -> tuple[FieldPath, ...]:

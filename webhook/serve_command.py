@@ -1,6 +1,6 @@
 """The `serve` command: server settings from the config file, flags and WW_*
 environment variables (flags win, then the environment), certificate
-provisioning, and gunicorn."""
+provisioning (webhook.certificates.serving), and gunicorn."""
 from __future__ import annotations
 
 import argparse
@@ -60,19 +60,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
     cfg = _with_cluster_gates(cfg, settings, args.kubeconfig or os.environ.get("KUBECONFIG"))
-    from webhook import certs
-    sync = None
-    if cfg.certificates.mode == "secret":
-        sync = _start_certificate_sync(cfg, settings, args.kubeconfig or os.environ.get("KUBECONFIG"))
-        if sync is None:
-            return EXIT_USAGE
-        paths = sync.paths
-    else:
-        paths, generated = certs.ensure(settings.certDir)
-        if generated:
-            print(f"generated development certificates in {settings.certDir}; CA: {paths.ca_cert}", file=sys.stderr)
-        else:
-            print(f"serving with {paths.cert}", file=sys.stderr)
+    from webhook.certificates.serving import provision
+    serving = provision(cfg, settings, args.kubeconfig or os.environ.get("KUBECONFIG"))
+    if serving is None:
+        return EXIT_USAGE
     # Metrics of all workers add up through files in this directory (prometheus multiprocess mode);
     # files of an earlier run (a restarted container keeps its emptyDir) would add up too.
     metrics_dir = os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="workload-webhook-metrics-"))
@@ -88,8 +79,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from webhook.server.gunicorn_app import Launch, WebhookServer
     import dataclasses
     cfg = dataclasses.replace(cfg, server=settings)
-    WebhookServer(Launch(cfg, paths, kubeconfig=args.kubeconfig or os.environ.get("KUBECONFIG"),
-                         cert_sync=sync, registrar=registrar)).run()
+    WebhookServer(Launch(cfg, serving, kubeconfig=args.kubeconfig or os.environ.get("KUBECONFIG"),
+                         registrar=registrar)).run()
     return EXIT_OK
 
 
@@ -132,41 +123,3 @@ def _with_cluster_gates(cfg, settings, kubeconfig: str | None):
             api.close()
     print(how, file=sys.stderr)
     return dataclasses.replace(cfg, featureGates=gates)
-
-
-def _certificate_sync(cfg, cert_dir: str, cluster_mode: str, kubeconfig: str | None):
-    import datetime as dt
-    from webhook import certs
-    from webhook.cluster.cache import api_client
-    from webhook.cluster.certsync import CertSync, Policy
-    c = cfg.certificates
-    api = api_client("kubeconfig" if cluster_mode == "kubeconfig" else "auto", kubeconfig)
-    if api is None:
-        raise RuntimeError("certificates.mode secret needs a cluster (in-cluster or a kubeconfig)")
-    namespace, _, name = c.secret.partition("/")
-    policy = Policy(ca_validity=dt.timedelta(seconds=c.caValiditySeconds),
-                    leaf_validity=dt.timedelta(seconds=c.leafValiditySeconds),
-                    grace=dt.timedelta(seconds=c.graceSeconds),
-                    dns_names=tuple(c.dnsNames) or certs.DEFAULT_DNS)
-    return CertSync(api, namespace, name, c.webhookConfiguration, cert_dir, policy, ca_configmap=c.caConfigMap)
-
-
-def _start_certificate_sync(cfg, settings, kubeconfig: str | None):
-    """First sync in the foreground, so there is a certificate to serve. The loop
-    itself then runs as a thread of the gunicorn master (started when it is
-    ready): workers come and go, the master stays, and workers' /healthz fails
-    if the loop stalls."""
-    import time
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            sync = _certificate_sync(cfg, settings.certDir, settings.cluster, kubeconfig)
-            sync.step()
-            break
-        except Exception as exc:
-            if time.monotonic() > deadline:
-                print(f"error: certificates from Secret {cfg.certificates.secret}: {exc}", file=sys.stderr)
-                return None
-            time.sleep(2)
-    print(f"serving certificates from Secret {cfg.certificates.secret} (renewed automatically)", file=sys.stderr)
-    return sync

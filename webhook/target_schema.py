@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from webhook.config import CompositeGroup, LeafGroup, Target
+from webhook.targets import CompositeGroup, LeafGroup, Target
 from webhook.paths import FieldPath
 from webhook.schemas import all_schemas
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from webhook.cluster.cache import api_client
-from webhook.cluster.certsync import CertSync
+from webhook.certificates.secret import CertSync
 
 
 def _sync(cluster, user, namespace, secret, cert_dir):

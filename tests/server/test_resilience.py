@@ -10,7 +10,7 @@ import time
 import pytest
 from cryptography import x509
 
-from webhook import certs
+from webhook.certificates import files as certs
 from tests.server.harness import PortTaken, Server, admission_request
 from tests.unit.helpers import podgroup
 

@@ -4,7 +4,7 @@ import datetime as dt
 
 from cryptography import x509
 
-from webhook.cluster.certsync import Material, Policy, _issued_by, fresh, plan
+from webhook.certificates.secret import Material, Policy, _issued_by, fresh, plan
 
 POLICY = Policy(ca_validity=dt.timedelta(hours=3), leaf_validity=dt.timedelta(hours=1), grace=dt.timedelta(minutes=2))
 
@@ -73,7 +73,7 @@ def test_changed_names_reissue_the_serving_certificate():
     renamed = Policy(**{**POLICY.__dict__, "dns_names": ("webhook.example.com",)})
     step = plan(m, renamed, dt.datetime.now(dt.timezone.utc))
     assert step and step[1] == "serving certificate renewed"
-    from webhook.cluster.certsync import _sans
+    from webhook.certificates.secret import _sans
     assert "webhook.example.com" in _sans(x509.load_pem_x509_certificate(step[0].tls_cert))
 
 
@@ -95,7 +95,7 @@ def test_garbled_rotation_annotation_means_wait():
 def test_a_stalled_loop_is_noticed(tmp_path):
     import os
     import time
-    from webhook.cluster.certsync import HEARTBEAT, stalled
+    from webhook.certificates.secret import HEARTBEAT, stalled
     assert not stalled(str(tmp_path), 30)                   # no loop (yet): nothing to judge
     beat = tmp_path / HEARTBEAT
     beat.write_text("now")

@@ -5,7 +5,7 @@ import ssl
 
 from cryptography import x509
 
-from webhook import certs
+from webhook.certificates import files as certs
 
 
 def _served_serial(ctx: ssl.SSLContext, ca_file: str) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.blocks.common import same
-from webhook.config import Target
+from webhook.targets import Target
 from webhook.errors import FieldError, Path, by_rule, forbidden, immutable, invalid
 from webhook.paths import FieldPath, get_or_none, item_name, old_indices
 from webhook.semantics import Checks

@@ -8,7 +8,8 @@ from typing import Any, Iterator
 
 from webhook.blocks import claims, composite, constraints, disruption, policy
 from webhook.blocks.common import EMBEDDED, OBJECT_TYPES, check_no_set_no_unset, same
-from webhook.config import CompositeGroup, Config, LeafGroup, Target
+from webhook.config import Config
+from webhook.targets import CompositeGroup, LeafGroup, Target
 from webhook.errors import FieldError, Path, Verdict, by_rule, forbidden, invalid, too_many
 from webhook.paths import FieldPath, WrongType, get, get_or_none, old_indices
 from webhook.semantics import Semantics

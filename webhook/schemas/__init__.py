@@ -23,7 +23,6 @@ from referencing import Registry, Resource
 
 from webhook.errors import FieldError, Path, ROOT, invalid, not_supported, required, too_many, duplicate
 
-BASE_ID = "https://workload-webhook.dev/schemas/"
 # Hostile objects can hold thousands of structural mistakes: report the first few.
 MAX_STRUCTURAL_ERRORS = 20
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from gunicorn.app.base import BaseApplication
 
-from webhook import certs
+from webhook.certificates.serving import Serving
 from webhook.config import Config
 
 def _child_exit(server, worker) -> None:
@@ -21,9 +21,8 @@ def _child_exit(server, worker) -> None:
 @dataclass
 class Launch:
     config: Config              # with the effective server settings (flags > env > file)
-    cert_paths: certs.Paths
+    serving: Serving            # the certificates, and in mode secret the renewal loop
     kubeconfig: str | None = None
-    cert_sync: object | None = None     # a CertSync to run in the master (certificates.mode secret)
     registrar: object | None = None     # a Registrar to run in the master (serve --register)
 
 
@@ -47,8 +46,8 @@ class WebhookServer(BaseApplication):
             "graceful_timeout": s.gracefulTimeoutSeconds,
             # The worker wraps each connection itself (certificates reloaded from disk);
             # these make gunicorn treat the server as https.
-            "certfile": self.launch.cert_paths.cert,
-            "keyfile": self.launch.cert_paths.key,
+            "certfile": self.launch.serving.paths.cert,
+            "keyfile": self.launch.serving.paths.key,
             "child_exit": _child_exit,
             "accesslog": None,
             "errorlog": "-",
@@ -57,7 +56,7 @@ class WebhookServer(BaseApplication):
             "limit_request_line": 8190,
             "limit_request_fields": 100,
         }
-        if self.launch.cert_sync is not None or self.launch.registrar is not None:
+        if self.launch.serving.sync is not None or self.launch.registrar is not None:
             options["when_ready"] = self._start_master_loops
         if "control_socket_disable" in self.cfg.settings:   # gunicorn >= 25.1: no runtime control socket
             options["control_socket_disable"] = True
@@ -72,9 +71,9 @@ class WebhookServer(BaseApplication):
         from webhook.server import logs
         s = self.launch.config.server
         logs.setup(s.logLevel, s.logFormat)
-        if self.launch.cert_sync is not None:
-            interval = self.launch.config.certificates.checkIntervalSeconds
-            threading.Thread(target=self.launch.cert_sync.run, args=(interval, threading.Event()),
+        if self.launch.serving.sync is not None:
+            interval = self.launch.serving.check_interval
+            threading.Thread(target=self.launch.serving.sync.run, args=(interval, threading.Event()),
                              name="certificate-sync", daemon=True).start()
         if self.launch.registrar is not None:
             threading.Thread(target=self.launch.registrar.run, args=(threading.Event(),), name="registration",
@@ -92,11 +91,5 @@ class WebhookServer(BaseApplication):
             view = connect(s.cluster, self.launch.kubeconfig, s.lookupTimeoutSeconds) or DisabledView()
         except ClusterUnavailable:
             raise SystemExit(2)
-        paths = self.launch.cert_paths
-        cfg = self.launch.config
-        stalled = None
-        if cfg.certificates.mode == "secret":
-            from webhook.cluster.certsync import stalled as sync_stalled
-            stalled = lambda: sync_stalled(s.certDir, cfg.certificates.checkIntervalSeconds)  # noqa: E731
-        return create_app(State(cfg, view, certs_loaded=lambda: os.path.exists(paths.cert) and os.path.exists(paths.key),
-                                sync_stalled=stalled or (lambda: False)))
+        serving = self.launch.serving
+        return create_app(State(self.launch.config, view, certs_loaded=serving.loaded, sync_stalled=serving.stalled))

@@ -57,8 +57,8 @@ class BoundedWorker(GeventWorker):
     from disk) and bounded handshake, head and idle time."""
 
     def init_process(self) -> None:
-        from webhook import certs     # after monkey patching: the context is gevent's
-        self.tls = certs.ReloadingContext(self.cfg.certfile, self.cfg.keyfile)
+        from webhook.certificates import files  # after monkey patching: the context is gevent's
+        self.tls = files.ReloadingContext(self.cfg.certfile, self.cfg.keyfile)
         super().init_process()
 
     def timeout_ctx(self):

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from webhook.config import Config, LeafGroup, Target
+from webhook.config import Config
+from webhook.targets import LeafGroup, Target
 from webhook.enforcement import RANK
 from webhook.paths import FieldPath
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from webhook import certs
+from webhook.certificates import files as certs
 
 log = logging.getLogger("workload_webhook.certsync")
 

@@ -1,0 +1,66 @@
+"""What `serve` serves with: the certificate files in the cert dir (generated
+for development when absent, or mounted), or certificates kept in a Secret
+(`certificates.mode: secret`), whose first sync runs in the foreground so there
+is a certificate to serve; the loop itself then runs in the gunicorn master
+(workers come and go, the master stays) and /healthz fails when it stalls."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+from webhook.certificates import files
+from webhook.certificates.secret import CertSync, Policy, stalled
+
+
+@dataclass
+class Serving:
+    paths: files.Paths
+    sync: CertSync | None = None          # mode secret: the renewal loop to run in the master
+    check_interval: float = 30.0
+
+    def loaded(self) -> bool:
+        return os.path.exists(self.paths.cert) and os.path.exists(self.paths.key)
+
+    def stalled(self) -> bool:
+        return self.sync is not None and stalled(os.path.dirname(self.paths.cert), self.check_interval)
+
+
+def _secret_sync(cfg, cert_dir: str, cluster_mode: str, kubeconfig: str | None) -> CertSync:
+    from webhook.cluster.cache import api_client
+    c = cfg.certificates
+    api = api_client("kubeconfig" if cluster_mode == "kubeconfig" else "auto", kubeconfig)
+    if api is None:
+        raise RuntimeError("certificates.mode secret needs a cluster (in-cluster or a kubeconfig)")
+    namespace, _, name = c.secret.partition("/")
+    policy = Policy(ca_validity=dt.timedelta(seconds=c.caValiditySeconds),
+                    leaf_validity=dt.timedelta(seconds=c.leafValiditySeconds),
+                    grace=dt.timedelta(seconds=c.graceSeconds),
+                    dns_names=tuple(c.dnsNames) or files.DEFAULT_DNS)
+    return CertSync(api, namespace, name, c.webhookConfiguration, cert_dir, policy, ca_configmap=c.caConfigMap)
+
+
+def provision(cfg, settings, kubeconfig: str | None, first_sync_seconds: float = 60) -> Serving | None:
+    """The certificates to serve with; None (and a message) when there are none."""
+    if cfg.certificates.mode != "secret":
+        paths, generated = files.ensure(settings.certDir)
+        if generated:
+            print(f"generated development certificates in {settings.certDir}; CA: {paths.ca_cert}", file=sys.stderr)
+        else:
+            print(f"serving with {paths.cert}", file=sys.stderr)
+        return Serving(paths)
+    deadline = time.monotonic() + first_sync_seconds
+    while True:
+        try:
+            sync = _secret_sync(cfg, settings.certDir, settings.cluster, kubeconfig)
+            sync.step()
+            break
+        except Exception as exc:
+            if time.monotonic() > deadline:
+                print(f"error: certificates from Secret {cfg.certificates.secret}: {exc}", file=sys.stderr)
+                return None
+            time.sleep(2)
+    print(f"serving certificates from Secret {cfg.certificates.secret} (renewed automatically)", file=sys.stderr)
+    return Serving(sync.paths, sync, cfg.certificates.checkIntervalSeconds)
