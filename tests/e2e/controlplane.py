@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from webhook.certs import make_ca
+from webhook.certificates.files import make_ca
 
 LOOPBACK = "127.0.0.1"
 
