@@ -52,6 +52,32 @@ def bin_dir() -> str:
 
 
 @pytest.fixture(scope="session")
+def images() -> dict[str, str]:
+    """The images of the real node (hack/build-images.sh: built by the setup, instant when cached):
+    PAUSE_IMAGE, PAUSE_ARCHIVE, WEBHOOK_IMAGE, WEBHOOK_ARCHIVE."""
+    proc = subprocess.run([os.path.join(REPO, "hack", "build-images.sh")], capture_output=True, text=True,
+                          timeout=3600)
+    if proc.returncode != 0:
+        _unavailable(f"hack/build-images.sh failed:\n{proc.stderr[-3000:]}")
+    return dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+
+
+@pytest.fixture(scope="session")
+def real_node(bin_dir, images):
+    """A real kubelet + containerd node with its own control plane (tests/e2e/node.py)."""
+    from tests.e2e.node import NodeError, RealNode
+    node = RealNode(bin_dir, images)
+    try:
+        node.start()
+    except NodeError as exc:
+        _unavailable(f"the real node did not start: {exc}")
+    yield node
+    node.stop()
+    from tests.e2e import summary
+    summary.add("real node: " + ", ".join(f"{k} {v:.1f} s" for k, v in node.timings.items()))
+
+
+@pytest.fixture(scope="session")
 def cluster(bin_dir, tmp_path_factory):
     cp = ControlPlane(bin_dir, tmp_path_factory.mktemp("controlplane"))
     try:
@@ -198,6 +224,9 @@ def pytest_runtest_makereport(item, call):
         rep.sections.append(("webhook log during this test", hook.log_since(item._ww_offset)[-8000:]))
         with open(hook.cluster.apiserver_log, encoding="utf-8", errors="replace") as f:
             rep.sections.append(("kube-apiserver log (tail)", f.read()[-4000:]))
+    node = getattr(item, "funcargs", {}).get("real_node") if rep.when == "call" and rep.failed else None
+    if node is not None and node.cp is not None:
+        rep.sections.append(("real node: pods, events, container logs, kubelet and containerd", node.diagnose()))
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import ctypes
 import datetime
 import ipaddress
 import json
@@ -26,6 +27,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -191,6 +193,14 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
+
+
 def _tail(path: Path, lines: int = 40) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -212,6 +222,42 @@ def _stop_process(proc: subprocess.Popen | None, grace: float) -> None:
         pass
 
 
+CLONE_NEWNET = 0x40000000
+
+
+def in_netns(netns: str | None, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` in a thread of its own that first joins network namespace
+    ``/run/netns/<netns>`` (setns affects only the calling thread; sockets made there stay
+    in that namespace). ``netns=None``: just call it."""
+    if netns is None:
+        return fn(*args, **kwargs)
+    out: dict = {}
+
+    def run() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            with open(f"/run/netns/{netns}") as f:
+                if libc.setns(f.fileno(), CLONE_NEWNET) != 0:
+                    raise OSError(ctypes.get_errno(), f"setns into network namespace {netns}")
+            out["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed to the caller's thread
+            out["error"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def _urlopen(netns: str | None, url: str, **kwargs) -> tuple[int, bytes]:
+    def get() -> tuple[int, bytes]:
+        with urllib.request.urlopen(url, **kwargs) as r:
+            return r.status, r.read()
+    return in_netns(netns, get)
+
+
 _live: "weakref.WeakSet[ControlPlane]" = weakref.WeakSet()
 
 
@@ -229,6 +275,14 @@ class ControlPlane:
 
     Users: ``admin`` (O=system:masters) and ``alice`` (no groups besides
     ``system:authenticated``). More via :meth:`add_user`.
+
+    For a real node (tests/e2e/node.py): ``netns`` runs both processes in network
+    namespace /run/netns/NETNS (``nsenter --net``) and probes them there;
+    ``bind_address``/``advertise_address`` and ``extra_sans`` (IPs or DNS names added to
+    the serving certificate, e.g. the ``kubernetes`` Service IP and the node IP); ``ca``
+    (a CA made beforehand, to sign other components' certificates); ``pid_dir`` (each
+    process's PID in ``<binary>.pid`` there, for a harness's stale-run cleanup);
+    ``authorization_mode`` (``Node,RBAC`` with a kubelet).
     """
 
     def __init__(
@@ -242,6 +296,13 @@ class ControlPlane:
         disable_admission_plugins: Sequence[str] = DEFAULT_DISABLED_ADMISSION_PLUGINS,
         startup_timeout: float = 120.0,
         stop_grace: float = 5.0,
+        netns: str | None = None,
+        bind_address: str = LOOPBACK,
+        advertise_address: str = LOOPBACK,
+        extra_sans: Sequence[str] = (),
+        ca: CertificateAuthority | None = None,
+        pid_dir: str | os.PathLike | None = None,
+        authorization_mode: str = "RBAC",
     ) -> None:
         self.bin_dir = Path(bin_dir).resolve()
         self.work_dir = Path(work_dir).resolve()
@@ -251,6 +312,12 @@ class ControlPlane:
         self.disable_admission_plugins = list(disable_admission_plugins)
         self.startup_timeout = startup_timeout
         self.stop_grace = stop_grace
+        self.netns = netns
+        self.bind_address, self.advertise_address = bind_address, advertise_address
+        self.extra_sans = list(extra_sans)
+        self._given_ca = ca
+        self.pid_dir = Path(pid_dir) if pid_dir is not None else None
+        self.authorization_mode = authorization_mode
 
         self.etcd_bin = self.bin_dir / "etcd"
         self.apiserver_bin = self.bin_dir / "kube-apiserver"
@@ -370,12 +437,14 @@ class ControlPlane:
 
     def _init_pki(self) -> None:
         self.pki_dir.mkdir(parents=True, exist_ok=True)
-        self.ca = CertificateAuthority()
+        self.ca = self._given_ca or CertificateAuthority()
         _write(self.ca_path, self.ca.cert_pem, 0o644)
+        sans = [LOOPBACK, *self.extra_sans]
+        ips = [a for a in sans if _is_ip(a)]
         self.serving_cert, self.serving_key = self.issue_cert(
             "kube-apiserver",
-            dns_names=["localhost"],
-            ip_addresses=[LOOPBACK],
+            dns_names=["localhost", *(a for a in sans if not _is_ip(a))],
+            ip_addresses=list(dict.fromkeys(ips)),
             server=True,
         )
         sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -463,14 +532,19 @@ class ControlPlane:
     def _spawn(self, args: list[str], log: Path) -> subprocess.Popen:
         f = open(log, "ab")
         self._logs.append(f)
-        return subprocess.Popen(
-            args,
+        prefix = ["nsenter", f"--net=/run/netns/{self.netns}"] if self.netns else []
+        proc = subprocess.Popen(
+            prefix + args,
             stdin=subprocess.DEVNULL,
             stdout=f,
             stderr=subprocess.STDOUT,
             cwd=self.work_dir,
             start_new_session=True,  # not hit by the terminal's Ctrl-C; stop() handles it
         )
+        if self.pid_dir is not None:
+            self.pid_dir.mkdir(parents=True, exist_ok=True)
+            (self.pid_dir / f"{Path(args[0]).name}.pid").write_text(str(proc.pid))
+        return proc
 
     def _start_etcd(self) -> None:
         peer = f"http://{LOOPBACK}:{self.etcd_peer_port}"
@@ -498,11 +572,11 @@ class ControlPlane:
                     f"etcd exited with {self._etcd.returncode}; {self.etcd_log} tail:\n{_tail(self.etcd_log)}"
                 )
             try:
-                with urllib.request.urlopen(f"{self.etcd_url}/health", timeout=2) as r:
-                    body = json.loads(r.read() or b"{}")
-                    if body.get("health") == "true":
-                        return
-                    last = str(body)
+                _, raw = _urlopen(self.netns, f"{self.etcd_url}/health", timeout=2)
+                body = json.loads(raw or b"{}")
+                if body.get("health") == "true":
+                    return
+                last = str(body)
             except (OSError, ValueError) as exc:
                 last = str(exc)
             time.sleep(0.2)
@@ -514,8 +588,8 @@ class ControlPlane:
         gates = ",".join(f"{k}={'true' if v else 'false'}" for k, v in self.feature_gates.items())
         args = [
             str(self.apiserver_bin),
-            f"--bind-address={LOOPBACK}",
-            f"--advertise-address={LOOPBACK}",
+            f"--bind-address={self.bind_address}",
+            f"--advertise-address={self.advertise_address}",
             f"--secure-port={self.port}",
             f"--etcd-servers={self.etcd_url}",
             f"--cert-dir={self.pki_dir / 'apiserver'}",
@@ -526,7 +600,7 @@ class ControlPlane:
             f"--service-account-issuer=https://{LOOPBACK}:{self.port}",
             f"--service-account-key-file={self.sa_pub_path}",
             f"--service-account-signing-key-file={self.sa_key_path}",
-            "--authorization-mode=RBAC",
+            f"--authorization-mode={self.authorization_mode}",
             # The default reconciler would write a loopback IP into the "kubernetes"
             # Endpoints, which validation rejects (log noise only); nothing needs it.
             "--endpoint-reconciler-type=none",
@@ -569,10 +643,10 @@ class ControlPlane:
             if self._etcd.poll() is not None:
                 raise ControlPlaneError(f"etcd died; tail:\n{_tail(self.etcd_log)}")
             try:
-                with urllib.request.urlopen(f"{self.url}/readyz", timeout=5, context=ctx) as r:
-                    if r.status == 200:
-                        return
-                    last = f"HTTP {r.status}"
+                status, _ = _urlopen(self.netns, f"{self.url}/readyz", timeout=5, context=ctx)
+                if status == 200:
+                    return
+                last = f"HTTP {status}"
             except urllib.error.HTTPError as exc:
                 last = f"HTTP {exc.code}: {exc.read()[-500:].decode(errors='replace')}"
             except (OSError, ssl.SSLError) as exc:

@@ -1,0 +1,3 @@
+module workload-webhook/hack/pause
+
+go 1.22

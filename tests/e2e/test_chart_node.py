@@ -1,0 +1,177 @@
+"""The chart installed for real (issue 19): `helm install --wait` on a real kubelet and
+containerd (tests/e2e/node.py) with the image built from the repository's Dockerfile
+(hack/build-images.sh), default certificate mode `self`, two replicas. The API server
+calls the webhook through its Service; kubectl inside the node's namespace shows
+enforcement, dry-run and Pod membership; the Pods run as the chart says; uninstall
+leaves nothing of the release.
+
+The webhook configurations may be created by the chart or registered by the serving
+Pods once they serve (then owned by the release's ClusterRole and removed by the
+garbage collector): the tests wait for them either way."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+import yaml
+
+from tests.e2e.test_chart import CHART, TRAINJOB_TARGET
+from tests.server.harness import REPO
+from tests.unit.helpers import pod, podgroup
+
+NS = "ww-node"
+TENANT = "ww-tenant"
+RELEASE = "wwn"
+FULLNAME = f"{RELEASE}-workload-webhook"
+LABEL = "scheduling.k8s.io/pod-group"
+GPU = {"name": "gpu", "resourceClaimTemplateName": "gpus"}
+HOOK_KINDS = ("validatingwebhookconfiguration", "mutatingwebhookconfiguration")
+POLICY_KINDS = ("validatingadmissionpolicy", "validatingadmissionpolicybinding")
+
+
+def bad_trainjob(name: str = "bad") -> dict:
+    return {"apiVersion": "training.example.com/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": name, "namespace": TENANT},
+            "spec": {"replicas": 1, "scheduling": {"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}}}}
+
+
+def in_ns(obj: dict, namespace: str) -> dict:
+    return {**obj, "metadata": {**obj["metadata"], "namespace": namespace}}
+
+
+def wait_for(what: str, check, node, timeout: float = 60, interval: float = 0.5, namespace: str = NS):
+    """``check()`` until truthy (returned), or fail naming ``what`` with the node's logs."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"{what}: not within {timeout:.0f} s (last: {last!r})\n{node.diagnose(namespace)}", pytrace=False)
+
+
+def names(node, kind: str, namespace: str | None = None) -> list[str]:
+    scope = ["-n", namespace] if namespace else []
+    out = node.kubectl("get", kind, *scope, "-o", "jsonpath={.items[*].metadata.name}").stdout
+    return out.split()
+
+
+def release_objects(node, kind: str, namespace: str | None = None) -> list[str]:
+    ours = (FULLNAME, f"sh.helm.release.v1.{RELEASE}.")      # its objects and helm's release records
+    return [n for n in names(node, kind, namespace) if n.startswith(ours)]
+
+
+@pytest.fixture(scope="module")
+def release(real_node, images, tmp_path_factory):
+    node = real_node
+    node.kubectl("apply", "-f", os.path.join(REPO, "examples", "crds", "trainjob.yaml"))
+    node.kubectl("wait", "--for=condition=Established", "crd/trainjobs.training.example.com", "--timeout=60s")
+    node.kubectl("create", "namespace", TENANT)
+    repository, tag = images["WEBHOOK_IMAGE"].rsplit(":", 1)
+    values = tmp_path_factory.mktemp("chart-node") / "values.yaml"
+    values.write_text(yaml.safe_dump({
+        # The chart's short name resolves to the imported docker.io/library/... image; Never:
+        # a missing image fails at once (ErrImageNeverPull) instead of trying a registry.
+        "image": {"repository": repository.removeprefix("docker.io/library/"), "tag": tag, "pullPolicy": "Never"},
+        "replicaCount": 2,
+        "config": {"targets": [TRAINJOB_TARGET]},
+    }))
+    t0 = time.monotonic()
+    proc = node.helm("install", RELEASE, CHART, "-n", NS, "--create-namespace", "-f", str(values),
+                     "--wait", "--timeout", "120s", check=False, timeout=180)
+    took = time.monotonic() - t0
+    if proc.returncode != 0:
+        pytest.fail(f"helm install --wait failed after {took:.1f} s:\n{proc.stderr[-3000:]}\n{node.diagnose(NS)}",
+                    pytrace=False)
+    node.timings["helm install --wait"] = took
+    # Registered by the chart or by the serving Pods: both must exist, with a caBundle.
+    for kind in HOOK_KINDS:
+        wait_for(f"{kind} {FULLNAME} with a caBundle", lambda: all(
+            h.get("clientConfig", {}).get("caBundle") for h in json.loads(node.kubectl(
+                "get", kind, FULLNAME, "-o", "json", check=False).stdout or "{}").get("webhooks") or [{}]), node)
+    # The API server picks registrations up asynchronously: wait until it calls the webhook.
+    wait_for("the API server calling the webhook", lambda: "(DIS-2)" in node.kubectl(
+        "create", "-f", "-", "--dry-run=server", input=yaml.safe_dump(bad_trainjob("probe")), check=False).stderr,
+        node, interval=1)
+    node.timings["webhook called after install"] = time.monotonic() - t0
+    yield node
+    node.helm("uninstall", RELEASE, "-n", NS, "--wait", "--timeout", "60s", check=False)
+
+
+def test_trainjob_disruption_all_with_basic_is_refused_naming_DIS_2(release):
+    proc = release.kubectl("apply", "-f", "-", input=yaml.safe_dump(bad_trainjob()), check=False)
+    assert proc.returncode != 0, proc.stdout
+    assert "(DIS-2)" in proc.stderr and "spec.scheduling.disruptionMode" in proc.stderr, proc.stderr
+    assert release.kubectl("get", "trainjob", "bad", "-n", TENANT, "--ignore-not-found", "-o", "name").stdout == ""
+
+
+def test_server_dry_run_gives_the_same_refusal(release):
+    real = release.kubectl("create", "-f", "-", input=yaml.safe_dump(bad_trainjob()), check=False)
+    dry = release.kubectl("create", "-f", "-", "--dry-run=server", input=yaml.safe_dump(bad_trainjob()), check=False)
+    assert dry.returncode != 0 and "(DIS-2)" in dry.stderr, dry.stderr
+    assert dry.stderr.strip() == real.stderr.strip()
+    good = bad_trainjob("good")
+    good["spec"]["scheduling"] = {"schedulingPolicy": {"gang": {"minCount": 1}}}
+    release.kubectl("create", "-f", "-", "--dry-run=server", input=yaml.safe_dump(good))
+
+
+def test_a_labelled_pod_joins_its_podgroup_with_the_groups_claims(release, images):
+    release.kubectl("apply", "-f", "-", input=yaml.safe_dump(in_ns(podgroup("train-0", resourceClaims=[GPU]), TENANT)))
+    member = in_ns(pod({LABEL: "train-0"}), TENANT)
+    # Never runs: the gang (minCount 2) waits for a second Pod, and the claim's template is absent.
+    member["spec"]["containers"][0].update(image=images["PAUSE_IMAGE"], imagePullPolicy="Never")
+    text = yaml.safe_dump(member)
+    # The webhook's watch cache may not have the PodGroup yet: a dry-run shows when it does.
+    wait_for("the webhook seeing PodGroup train-0", lambda: yaml.safe_load(release.kubectl(
+        "create", "-f", "-", "--dry-run=server", "-o", "yaml", input=text).stdout)["spec"].get("resourceClaims"),
+        release, namespace=TENANT)
+    release.kubectl("create", "-f", "-", input=text)
+    stored = json.loads(release.kubectl("get", "pod", "p", "-n", TENANT, "-o", "json").stdout)
+    assert stored["spec"]["schedulingGroup"] == {"podGroupName": "train-0"}
+    assert stored["spec"]["resourceClaims"] == [GPU]      # (the chart's claimsToContainers: none)
+
+
+def test_the_pods_run_as_the_chart_says_and_are_ready(release):
+    pods = json.loads(release.kubectl("get", "pods", "-n", NS, "-l", f"app.kubernetes.io/instance={RELEASE}",
+                                      "-o", "json").stdout)["items"]
+    assert len(pods) == 2, [p["metadata"]["name"] for p in pods]
+    for p in pods:
+        spec, c = p["spec"], p["spec"]["containers"][0]
+        assert p["spec"]["nodeName"] == "ww-node"
+        assert spec["securityContext"]["runAsUser"] == 65532 and spec["securityContext"]["runAsNonRoot"] is True
+        assert c["securityContext"]["readOnlyRootFilesystem"] is True
+        assert c["securityContext"]["allowPrivilegeEscalation"] is False
+        assert (c["livenessProbe"]["httpGet"], c["readinessProbe"]["httpGet"], c["startupProbe"]["httpGet"]) == (
+            {"path": "/healthz", "port": "https", "scheme": "HTTPS"},
+            {"path": "/readyz", "port": "https", "scheme": "HTTPS"},
+            {"path": "/healthz", "port": "https", "scheme": "HTTPS"})
+        ready = {x["type"]: x["status"] for x in p["status"]["conditions"]}
+        assert ready.get("Ready") == "True" and p["status"]["containerStatuses"][0]["restartCount"] == 0, p["status"]
+        # What the process really is, asked inside the running container (API server -> kubelet -> containerd).
+        probe = ("import os\ntry:\n open('/x', 'w')\nexcept OSError as e:\n print(os.getuid(), os.getgid(), e.errno)")
+        out = release.kubectl("exec", "-n", NS, p["metadata"]["name"], "--", "python3", "-c", probe).stdout.split()
+        assert out == ["65532", "65532", "30"], out          # 30: EROFS, the root file system is read-only
+
+
+def test_helm_test_proves_the_healthy_release(release):
+    proc = release.helm("test", RELEASE, "-n", NS, "--timeout", "120s", check=False, timeout=180)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{release.diagnose(NS)}"
+
+
+def test_uninstall_leaves_nothing_of_the_release(release):
+    present = {kind: release_objects(release, kind) for kind in HOOK_KINDS + POLICY_KINDS}
+    present["secret"] = release_objects(release, "secret", NS)
+    assert all(present.values()), present          # there was something to remove
+    t0 = time.monotonic()
+    release.helm("uninstall", RELEASE, "-n", NS, "--wait", "--timeout", "60s")
+    for kind in HOOK_KINDS + POLICY_KINDS:
+        wait_for(f"{kind} of the release removed after helm uninstall",
+                 lambda: not release_objects(release, kind) or None, release)
+    assert release_objects(release, "secret", NS) == []
+    assert release_objects(release, "clusterrole") == [] and release_objects(release, "clusterrolebinding") == []
+    release.timings["uninstall to nothing left"] = time.monotonic() - t0
+    # Admission is as before the install: a bad TrainJob is now stored.
+    release.kubectl("create", "-f", "-", input=yaml.safe_dump(bad_trainjob("after")))
