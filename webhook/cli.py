@@ -10,101 +10,16 @@ from typing import Sequence
 
 import yaml
 
-from webhook import config as config_mod
-from webhook import engine, manifests
+from webhook import engine
 from webhook.cluster.view import StaticView
-from webhook.enforcement import fails
-from webhook.errors import ROOT, Verdict, invalid
+from webhook.command_input import (EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, label as _label, load as _load,
+                                   load_config as _load_config, profile as _profile)
 from webhook.mutation.patch import apply
-
-EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
-
-
-def _profile(text: str) -> str | dict:
-    """`jobset`, `leaderworkerset`, or `job-template:KIND.GROUP:JOBSPEC_PATH`."""
-    if not text.startswith("job-template:"):
-        return text
-    _, _, rest = text.partition(":")
-    kind_group, _, job_spec = rest.partition(":")
-    kind, _, group = kind_group.partition(".")
-    if not (kind and group and job_spec):
-        raise argparse.ArgumentTypeError("job-template needs KIND.GROUP:JOBSPEC_PATH, "
-                                         "e.g. job-template:CronTrainJob.example.com:spec.jobTemplate.spec")
-    return {"name": "job-template", "group": group, "kind": kind, "jobSpec": job_spec}
-
-
-def _load_config(path: str | None, profiles: list | None = None) -> config_mod.Config:
-    try:
-        return config_mod.load(path, profiles or ())
-    except config_mod.ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
-
-
-def _load(paths: list[str]) -> tuple[list[manifests.Document], list[manifests.FileProblem]]:
-    try:
-        return manifests.load(paths)
-    except FileNotFoundError as exc:
-        print(f"error: {exc.args[0]}: no such file or directory", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
-
-
-def _label(obj) -> tuple[str, str, str | None]:
-    _, kind, ns, name = manifests.identity(obj)
-    return kind or "<no kind>", f"{ns}/{name}" if ns else (name or "<no name>"), ns or None
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    cfg = _load_config(args.config, args.profile)
-    docs, problems = _load(args.filename)
-    old_docs, old_problems = _load(args.old) if args.old else ([], [])
-    problems += old_problems
-    olds = {manifests.identity(d.obj): d.obj for d in old_docs}
-    view = StaticView([d.obj for d in docs], authoritative=False)
-    results = []
-    for doc in docs:
-        old = olds.get(manifests.identity(doc.obj)) if args.old else None
-        if isinstance(doc.obj, dict):
-            verdict = engine.validate(engine.Request.for_object(doc.obj, old), cfg, view, scope="cli")
-        else:
-            verdict = Verdict(errors=[invalid(ROOT, doc.obj, "a manifest must be an object")])
-        results.append((doc, verdict))
-
-    if args.output == "json":
-        out = []
-        for doc, v in results:
-            _, kind, ns, name = manifests.identity(doc.obj)
-            out.append({"file": doc.file, "kind": kind, "namespace": ns or None, "name": name,
-                        "allowed": v.allowed, "action": v.action, "errors": [e.as_dict() for e in v.errors],
-                        "warned": [e.as_dict() for e in v.warned], "audited": [e.as_dict() for e in v.audits],
-                        "warnings": v.warnings})
-        for p in problems:
-            out.append({"file": p.file, "kind": None, "namespace": None, "name": None, "allowed": False, "action": "deny",
-                        "errors": [{"field": "", "type": "Invalid", "detail": p.message}], "warned": [], "audited": [],
-                        "warnings": []})
-        json.dump(out, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        for p in problems:
-            print(f"{p.file}: error: {p.message}")
-        for doc, v in results:
-            kind, ident, _ = _label(doc.obj)
-            prefix = f"{doc.file}: {kind} {ident}"
-            for e in v.errors:
-                print(f"{prefix}: {e}")
-            for e in v.warned:
-                print(f"{prefix}: Warning: {e}")
-            for e in v.audits:
-                print(f"{prefix}: Audit: {e}")
-            for w in v.warnings:
-                print(f"{prefix}: Warning: {w}")
-            if v.allowed:
-                state = "skipped (no rules for this kind)" if not v.checked else \
-                    "valid" if v.action is None else f"admitted with {v.action}-level violations (enforcement)"
-                print(f"{prefix}: {state}")
-        bad = sum(1 for _, v in results if not v.allowed) + len(problems)
-        print(f"{len(results)} object(s) checked, {bad} invalid", file=sys.stderr)
-    return EXIT_VIOLATION if problems or any(fails(v.action, args.fail_on) for _, v in results) else EXIT_OK
+    from webhook.validate_command import run
+    return run(args)
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
@@ -293,15 +208,20 @@ def build_parser() -> argparse.ArgumentParser:
     _config_args(v)
     v.add_argument("--fail-on", choices=("deny", "warn", "audit"), default="deny",
                    help="exit 1 on violations enforced at or above this action (enforcement config; default deny)")
-    v.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    v.add_argument("--fail-on-skipped", action="store_true",
+                   help="exit 1 when an object has no rules (a kind or version the config does not cover)")
+    v.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                   help="text: a line per problem and per object, like kubectl; json: one record per object")
     v.set_defaults(func=cmd_validate)
 
     m = sub.add_parser("mutate", help="print a Pod or target object as the mutating webhook would change it")
-    m.add_argument("-f", "--filename", action="append", required=True, metavar="PATH")
+    m.add_argument("-f", "--filename", action="append", required=True, metavar="PATH",
+                   help="the Pods or target objects to mutate (file, directory or - for stdin); repeatable")
     m.add_argument("--context", action="append", metavar="PATH",
                    help="PodGroups and Workloads that stand for the cluster; repeatable")
     _config_args(m)
-    m.add_argument("-o", "--output", choices=("yaml", "json", "patch"), default="yaml")
+    m.add_argument("-o", "--output", choices=("yaml", "json", "patch"), default="yaml",
+                   help="the mutated object (yaml or json), or only the JSON Patch")
     m.set_defaults(func=cmd_mutate)
 
     sv = sub.add_parser("serve", help="run the admission webhook (gunicorn, TLS)")

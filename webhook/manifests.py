@@ -23,7 +23,24 @@ MAX_NODES = 1_000_000        # a 1.5 MiB object has about a hundred thousand
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):   # libyaml when present: ~12x faster
     """Safe YAML without timestamp conversion: `2026-11-29T00:00:00Z` stays a
-    string, as the API server would read it."""
+    string, as the API server would read it. A key given twice is an error, as
+    kubectl's strict decoding says (PyYAML would keep the last one silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node.start_mark)
+                except TypeError:            # an unhashable key: the base class reports it
+                    continue
+                if first is not key_node.start_mark:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r} (first at line {first.line + 1})", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -93,6 +110,25 @@ def _read(path: str) -> str:
     return text
 
 
+def _no_duplicate_keys(pairs: list) -> dict:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        twice = next(k for k in keys if keys.count(k) > 1)
+        raise ValueError(f"duplicate key {twice!r}")
+    return dict(pairs)
+
+
+def _syntax_problem(exc: Exception, what: str) -> str:
+    """One line, with where: `line L, column C: problem`."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid {what}: line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
+    if mark is not None:
+        return f"not valid {what}: line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return f"not valid {what}: {problem}"
+
+
 def _flatten(obj: Any) -> Iterator[Any]:
     if isinstance(obj, dict) and obj.get("kind") == "List" and isinstance(obj.get("items"), list):
         yield from obj["items"]
@@ -107,7 +143,7 @@ def load(paths: list[str]) -> tuple[list[Document], list[FileProblem]]:
         try:
             text = _read(path)
             if path.endswith(".json"):
-                parsed = [json.loads(text)]
+                parsed = [json.loads(text, object_pairs_hook=_no_duplicate_keys)]
             else:
                 parsed = [_bounded(doc) for doc in yaml.load_all(text, Loader=_Loader)]
         except TooLarge as exc:
@@ -116,9 +152,8 @@ def load(paths: list[str]) -> tuple[list[Document], list[FileProblem]]:
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(FileProblem(path, f"cannot read: {exc}"))
             continue
-        except (yaml.YAMLError, json.JSONDecodeError) as exc:
-            problems.append(FileProblem(path, f"not valid {'JSON' if path.endswith('.json') else 'YAML'}: "
-                                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"))
+        except (yaml.YAMLError, ValueError) as exc:      # json.JSONDecodeError and duplicate keys are ValueErrors
+            problems.append(FileProblem(path, _syntax_problem(exc, "JSON" if path.endswith(".json") else "YAML")))
             continue
         except RecursionError:
             problems.append(FileProblem(path, "nested too deeply"))

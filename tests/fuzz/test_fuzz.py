@@ -1,7 +1,7 @@
 """A fuzz of generated admission reviews against the real server (its own
 layer: it takes minutes, tests/server seconds): every kind
 it judges (and others), every operation, random types, huge strings, deep
-nesting, broken envelopes. No answer may be a 5xx; every patch applies
+nesting, broken envelopes, lone surrogate escapes and other valid-JSON oddities. No answer may be a 5xx; every patch applies
 (jsonpatch) and is idempotent (the patched object, sent again, gets no patch);
 every log line stays under LOG_LINE_LIMIT. Seeded and bounded in count."""
 from __future__ import annotations
@@ -51,12 +51,16 @@ def _value(rng: random.Random, depth: int = 0):
             node = {"n": node} if rng.random() < 0.5 else [node]
         return node
     if depth < 3 and roll < 0.25:
-        return {rng.choice(["gang", "basic", "minCount", "name", "all", "", "a/b~c", "ü"]): _value(rng, depth + 1)
+        return {rng.choice(["gang", "basic", "minCount", "name", "all", "", "a/b~c", "ü", "\udfff", "k\ud800"]):
+                _value(rng, depth + 1)
                 for _ in range(rng.randint(0, 3))}
     if depth < 3 and roll < 0.4:
         return [_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
     return rng.choice([None, True, False, 0, -1, 1, 2, 2**31, 2**63, 2**70, 1.5, -0.0, "", "pg", "gang",
-                       "all", "x" * 300, "ÿ\u0000", "1e400"])
+                       "all", "x" * 300, "ÿ\u0000", "1e400",
+                       # valid JSON that strict encoders refuse: lone surrogate escapes (json.dumps writes them
+                       # as \\udfff), line separators, a BOM, 1e308-sized floats, long digit strings
+                       "\udfff", "pg\ud800", "\ud83d", "a\u2028b", "\ufeffpg", 1e308, -1e-308, "9" * 400])
 
 
 def _corrupt(rng: random.Random, seed: dict) -> object:

@@ -38,8 +38,9 @@ def test_json_output_shape(capsys):
     code, out, _ = run(capsys, "validate", "-f", "examples/invalid/trainjob-all-with-basic.yaml", "-o", "json", *CFG)
     assert code == 1
     [entry] = json.loads(out)
-    assert set(entry) == {"file", "kind", "namespace", "name", "allowed", "action", "errors", "warned", "audited",
-                          "warnings"}
+    assert set(entry) == {"file", "kind", "namespace", "name", "allowed", "action", "skipped", "errors", "warned",
+                          "audited", "warnings"}
+    assert entry["skipped"] is None
     assert entry["allowed"] is False and entry["action"] == "deny" and entry["errors"][0]["rule"] == "DIS-2"
     assert entry["allowed"] is False and entry["kind"] == "TrainJob" and entry["namespace"] == "ml"
     assert entry["errors"][0]["field"] == "spec.scheduling.disruptionMode"

@@ -121,8 +121,14 @@ def _loads(body: bytes) -> Any:
         return json.loads(body)
 
 
-def encode(answer: dict) -> bytes:
-    return orjson.dumps(answer)
+def encode(answer: Any) -> bytes:
+    """orjson; the standard library (ASCII escapes) for what orjson cannot encode:
+    a lone surrogate (`"\\udfff"` in the request, which JSON allows) copied into a
+    message or a patch value. The escape stays an escape, so nothing is lost."""
+    try:
+        return orjson.dumps(answer)
+    except TypeError:
+        return json.dumps(answer, separators=(",", ":")).encode()
 
 
 def cut(text: str, limit: int = MAX_CAUSE_CHARS) -> str:
@@ -152,7 +158,7 @@ def respond(uid: str, verdict: Verdict, review: Review | None = None) -> dict:
                               "details": {k: v for k, v in details.items() if v is not None}}
     elif verdict.patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(orjson.dumps(verdict.patch)).decode()
+        response["patch"] = base64.b64encode(encode(verdict.patch)).decode()
     # Violations enforced as `warn` keep their whole text (rule id last); soft findings are short.
     warnings = [cut(str(e)) for e in verdict.warned] + [_warning(w) for w in verdict.warnings]
     if warnings:

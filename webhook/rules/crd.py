@@ -85,7 +85,7 @@ def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[F
             errors += shape
             inst.blocks[key] = Block(path, value, _old_block(old, paths[key], old_idx, module), ok and not shape)
         if group.size is not None:
-            inst.size, inst.size_name = sizes.evaluate(obj, group.size, idx)
+            inst.size, inst.size_name = sizes.evaluate(obj, group.size, idx, errors)
             inst.size_name = str(inst.size_name)
             if old_idx is not None:
                 inst.old_size = sizes.evaluate(old, group.size, old_idx)[0]

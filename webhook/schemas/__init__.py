@@ -21,7 +21,7 @@ import fastjsonschema
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from webhook.errors import FieldError, Path, ROOT, invalid, not_supported, required, too_many, duplicate
+from webhook.errors import OMIT, FieldError, Path, ROOT, invalid, not_supported, required, too_many, duplicate
 
 # Hostile objects can hold thousands of structural mistakes: report the first few.
 MAX_STRUCTURAL_ERRORS = 20
@@ -109,10 +109,12 @@ def _translate(err, base: Path) -> FieldError:
         missing = next((p for p in expected if p not in value), expected[0])
         return required(path.child(missing))
     if kind == "additionalProperties":
-        extra = sorted(k for k in value if k not in err.schema.get("properties", {}))
-        return invalid(path.child(extra[0]) if extra else path, None if extra else value,
-                       "unknown field" + (f"; known fields: {', '.join(sorted(err.schema.get('properties', {})))}"
-                                          if err.schema.get("properties") else ""))
+        # As kubectl's strict field validation says it: unknown field "spec.x.y".
+        known = sorted(err.schema.get("properties", {}))
+        extra = sorted(k for k in value if k not in known) if isinstance(value, dict) else []
+        where = path.child(extra[0]) if extra else path
+        return invalid(where, OMIT, f'unknown field "{where}"' + (f" (known fields: {', '.join(known)})" if known
+                                                                  else " (this object has no fields)"))
     if kind == "enum":
         return not_supported(path, value, [str(v) for v in expected])
     if kind == "maxItems":

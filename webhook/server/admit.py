@@ -104,4 +104,4 @@ def _record_enforced(verdict, req: engine.Request, parsed, endpoint: str) -> Non
 
 
 def _error(reason: str) -> bytes:
-    return orjson.dumps({"error": reason})
+    return review.encode({"error": reason})

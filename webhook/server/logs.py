@@ -16,6 +16,7 @@ _FIELDS = ("uid", "endpoint", "kind", "operation", "namespace", "object", "verdi
 
 MAX_FIELD_CHARS = 256      # any string taken from a request, in a log line
 MAX_ERRORS_LOGGED = 5
+MAX_LINE_CHARS = 4000      # a whole line: each field is bounded, their number too, and the sum
 
 
 def bounded(value: Any, limit: int = MAX_FIELD_CHARS) -> Any:
@@ -45,7 +46,28 @@ class JsonFormatter(logging.Formatter):
                 out[key] = getattr(record, key)
         if record.exc_info:
             out["exception"] = self.formatException(record.exc_info)
-        return json.dumps(out, separators=(",", ":"), default=str)
+        return _bounded_line(out)
+
+
+def _bounded_line(out: dict) -> str:
+    """One JSON line of at most MAX_LINE_CHARS: long lists and texts give way first."""
+    line = json.dumps(out, separators=(",", ":"), default=str)
+    for key in ("errors", "warnings", "violations"):
+        while len(line) > MAX_LINE_CHARS and isinstance(out.get(key), list) and out[key]:
+            out[key] = out[key][:-1] if len(out[key]) > 1 else None
+            out["truncated"] = True
+            line = json.dumps(out, separators=(",", ":"), default=str)
+    for key in ("exception", "msg"):
+        if len(line) > MAX_LINE_CHARS and isinstance(out.get(key), str):
+            over = len(line) - MAX_LINE_CHARS
+            out[key] = cut(out[key], max(64, len(out[key]) - over - 8))
+            out["truncated"] = True
+            line = json.dumps(out, separators=(",", ":"), default=str)
+    if len(line) > MAX_LINE_CHARS:      # still too long: the essentials only
+        line = json.dumps({k: out.get(k) for k in ("ts", "level", "logger", "uid", "verdict")} |
+                          {"msg": cut(str(out.get("msg", "")), 1000), "truncated": True}, separators=(",", ":"),
+                          default=str)
+    return line
 
 
 class TextFormatter(logging.Formatter):
