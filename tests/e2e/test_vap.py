@@ -160,3 +160,65 @@ def test_a_worst_case_object_is_judged_within_the_cost_budget(judged, cluster, k
     finally:
         for d in policies:
             kubectl("delete", d["kind"].lower(), d["metadata"]["name"])
+
+
+LOOSE_GROUP, LOOSE_KIND, LOOSE_PLURAL, LOOSE_NS = "loose.example.com", "LooseJob", "loosejobs", "vap-loose"
+LOOSE_CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+             "metadata": {"name": f"{LOOSE_PLURAL}.{LOOSE_GROUP}"},
+             "spec": {"group": LOOSE_GROUP, "scope": "Namespaced",
+                      "names": {"kind": LOOSE_KIND, "plural": LOOSE_PLURAL, "singular": "loosejob"},
+                      "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                          "type": "object", "properties": {"spec": {"type": "object",
+                                                               "x-kubernetes-preserve-unknown-fields": True}}}}}]}}
+# Wrong types a CRD that preserves unknown fields lets through: (case, spec, the field the denial must name).
+WRONG_TYPES = [
+    ("minCount a string", {"replicas": 4, "scheduling": {"schedulingPolicy": {"gang": {"minCount": "4"}}}},
+     "spec.scheduling.schedulingPolicy.gang.minCount"),
+    ("scheduling a list", {"replicas": 4, "scheduling": [{"schedulingPolicy": {"basic": {}}}]}, "spec.scheduling"),
+    ("policy a string", {"replicas": 4, "scheduling": {"schedulingPolicy": "gang"}}, "spec.scheduling.schedulingPolicy"),
+    ("gang a list", {"replicas": 4, "scheduling": {"schedulingPolicy": {"gang": [4]}}},
+     "spec.scheduling.schedulingPolicy.gang"),
+    ("replicas a string", {"replicas": "8", "scheduling": {"schedulingPolicy": {"gang": {"minCount": 2}}}}, "spec.replicas"),
+    ("claims a map", {"replicas": 1, "scheduling": {"resourceClaims": {"name": "a"}}}, "spec.scheduling.resourceClaims"),
+    ("a claim a string", {"replicas": 1, "scheduling": {"resourceClaims": ["a"]}}, "spec.scheduling.resourceClaims"),
+    ("topology a map", {"replicas": 1, "scheduling": {"schedulingConstraints": {"topology": {"key": "k"}}}},
+     "spec.scheduling.schedulingConstraints.topology"),
+    ("disruption mode all a string", {"replicas": 1, "scheduling": {"disruptionMode": {"all": "yes"}}},
+     "spec.scheduling.disruptionMode.all"),
+]
+
+
+def test_wrong_typed_values_are_denied_naming_the_field_not_the_cel_expression(cluster, kubectl):
+    """With a CRD that preserves unknown fields, a wrong-typed value reaches the policies: the
+    denial names the field (as the webhook's shape check does), never a CEL runtime error."""
+    from webhook import engine
+    kubectl.apply(LOOSE_CRD)
+    kubectl("wait", "--for=condition=Established", f"crd/{LOOSE_PLURAL}.{LOOSE_GROUP}", "--timeout=60s")
+    kubectl("create", "namespace", LOOSE_NS, check=False)
+    cfg = config_mod.from_dict({"targets": [{**TRAINJOB_TARGET, "group": LOOSE_GROUP, "kind": LOOSE_KIND,
+                                             "versions": ["v1"]}]})
+    policies = export(cfg, "vap-loose").objects
+    api = Api(cluster)
+    base = f"/apis/{LOOSE_GROUP}/v1/namespaces/{LOOSE_NS}/{LOOSE_PLURAL}"
+    kubectl.apply(policies)
+    try:
+        probe = {"apiVersion": f"{LOOSE_GROUP}/v1", "kind": LOOSE_KIND, "metadata": {"name": "p", "namespace": LOOSE_NS},
+                 "spec": WRONG_TYPES[0][1]}
+        deadline = time.monotonic() + 60
+        while api.call("POST", f"{base}?dryRun=All", probe)[0] in (200, 201):
+            assert time.monotonic() < deadline, "the policies never took effect"
+            time.sleep(0.3)
+        for i, (case, spec, field) in enumerate(WRONG_TYPES):
+            obj = {"apiVersion": f"{LOOSE_GROUP}/v1", "kind": LOOSE_KIND,
+                   "metadata": {"name": f"w{i}", "namespace": LOOSE_NS}, "spec": spec}
+            status, body = api.call("POST", f"{base}?dryRun=All", obj)
+            message = body.get("message", "")
+            assert status in (403, 422), f"{case}: admitted"
+            assert "resulted in error" not in message and "no such overload" not in message, f"{case}: {message[:400]}"
+            assert f"{field}: Invalid value" in message, f"{case}: {message[:400]}"
+            verdict = engine.validate(engine.Request.for_object(obj), cfg)
+            assert not verdict.allowed and any(str(e.field).startswith(field) for e in verdict.errors), \
+                f"{case}: the webhook {'admits' if verdict.allowed else 'names ' + str([str(e.field) for e in verdict.errors])}"
+    finally:
+        for d in policies:
+            kubectl("delete", d["kind"].lower(), d["metadata"]["name"], "--ignore-not-found")

@@ -53,21 +53,46 @@ class _P:
 
     @property
     def present(self) -> str:
+        """Set, every level a map on the way: never a runtime error on a wrong-typed value
+        (the shape validations name such a value; see _shapes)."""
         parts, node = [], self.root
-        for n in self.names:
+        for i, n in enumerate(self.names):
+            if i:
+                parts.append(f"type({node}) == map")
             parts.append(f"{_q(n)} in {node}")
             node += f"[{_q(n)}]"
         return "(" + " && ".join(parts) + ")"
 
+    @property
+    def is_map(self) -> str:
+        return f"({self.present} && type({self.expr}) == map)"
+
+    @property
+    def is_list(self) -> str:
+        return f"({self.present} && type({self.expr}) == list)"
+
+    def prefixes(self) -> list["_P"]:
+        """The parents on the way (spec, spec.scheduling for spec.scheduling.schedulingPolicy)."""
+        out = []
+        for i in range(1, len(self.names)):
+            p = _P.__new__(_P)
+            p.names, p.root, p.text = self.names[:i], self.root, ".".join(self.names[:i])
+            out.append(p)
+        return out
+
     def has(self, member: str) -> str:
-        return f"({self.present} && {_q(member)} in {self.expr})"
+        return f"({self.is_map} && {_q(member)} in {self.expr})"
+
+    def member_map(self, member: str) -> str:
+        return f"({self.has(member)} && type({self.expr}[{_q(member)}]) == map)"
 
     def as_list(self) -> str:
         """A list block as the engine compares it: absent and [] are the same."""
-        return f"({self.present} ? {self.expr} : [])"
+        return f"({self.is_list} ? {self.expr} : [])"
 
     def topology(self) -> str:
-        return f"({_q('topology')} in {self.expr} ? {self.expr}['topology'] : [])"
+        return (f"({self.has('topology')} && type({self.expr}['topology']) == list ? "
+                f"{self.expr}['topology'] : [])")
 
 
 def _same(p: _P, kind: str) -> str:
@@ -97,7 +122,53 @@ def _msg(path: str, body: str) -> str:
 
 def _union(p: _P, a: str, b: str, rule: str, when: str) -> tuple[str, dict]:
     one = f"((({_q(a)} in {p.expr}) ? 1 : 0) + (({_q(b)} in {p.expr}) ? 1 : 0) == 1)"
-    return _v(rule, f"!{p.present} || {one}", _msg(p.text, f"Invalid value: must specify exactly one of: `{a}`, `{b}`"), when)
+    return _v(rule, f"!{p.is_map} || {one}", _msg(p.text, f"Invalid value: must specify exactly one of: `{a}`, `{b}`"), when)
+
+
+def _typed(p: _P, cel_type: str, words: str) -> tuple[str, dict]:
+    return _v("SHAPE", f"!{p.present} || type({p.expr}) == {cel_type}", _msg(p.text, f"Invalid value: must be of type {words}"))
+
+
+def _shapes(group: LeafGroup, pol, dis, con, clm) -> list[tuple[str, dict]]:
+    """A wrong-typed value is denied with a message naming its field (as the webhook's shape
+    check), never with a CEL runtime error: every other validation stays silent on it."""
+    out: list[tuple[str, dict]] = []
+    seen: set[str] = set()
+    blocks = [(p, "list" if p is clm else "map") for p in (pol, dis, con, clm) if p]
+    size = _P(group.size.path) if group.size is not None and group.size.path is not None else None
+    for p, _ in blocks + ([(size, "int")] if size else []):
+        for parent in p.prefixes():
+            if parent.text not in seen:
+                seen.add(parent.text)
+                out.append(_typed(parent, "map", "object"))
+    for p, kind in blocks:
+        out.append(_typed(p, kind, "object" if kind == "map" else "list"))
+    for p, members in ((pol, ("basic", "gang")), (dis, ("single", "all"))):
+        for m in members if p else ():
+            out.append(_v("SHAPE", f"!{p.has(m)} || type({p.expr}[{_q(m)}]) == map",
+                          _msg(f"{p.text}.{m}", "Invalid value: must be of type object")))
+    if pol:
+        count = f"{pol.expr}['gang']['minCount']"
+        out.append(_v("SHAPE", f"!({pol.member_map('gang')} && 'minCount' in {pol.expr}['gang']) || type({count}) == int",
+                      _msg(f"{pol.text}.gang.minCount", "Invalid value: must be of type integer")))
+    if size:
+        out.append(_v("SHAPE", f"!{size.present} || type({size.expr}) == int",
+                      _msg(size.text, "Invalid value: must be of type integer: it is the group's size, "
+                                      "which bounds gang.minCount")))
+    if con:
+        topo = f"{con.expr}['topology']"
+        out.append(_v("SHAPE", f"!{con.has('topology')} || type({topo}) == list",
+                      _msg(f"{con.text}.topology", "Invalid value: must be of type list")))
+        out.append(_v("SHAPE", f"!{con.has('topology')} || type({topo}) != list || {topo}.all(t, type(t) == map && "
+                               f"(!('key' in t) || type(t['key']) == string))",
+                      _msg(f"{con.text}.topology", "Invalid value: each item must be an object with a string key")))
+    if clm:
+        L = clm.expr
+        strings = " && ".join(f"(!({_q(k)} in c) || type(c[{_q(k)}]) == string)"
+                              for k in ("name", "resourceClaimName", "resourceClaimTemplateName"))
+        out.append(_v("SHAPE", f"!{clm.is_list} || {L}.all(c, type(c) == map && {strings})",
+                      _msg(clm.text, "Invalid value: each item must be an object whose name and references are strings")))
+    return out
 
 
 def _leaf(group: LeafGroup, cfg: Config) -> list[tuple[str, dict]]:
@@ -105,12 +176,12 @@ def _leaf(group: LeafGroup, cfg: Config) -> list[tuple[str, dict]]:
     sem = group.semantics
     pol, dis = (_P(paths[k]) if k in paths else None for k in ("schedulingPolicy", "disruptionMode"))
     con, clm = (_P(paths[k]) if k in paths else None for k in ("schedulingConstraints", "resourceClaims"))
-    out: list[tuple[str, dict]] = []
+    out: list[tuple[str, dict]] = _shapes(group, pol, dis, con, clm)
     if pol:
         ch = _changed(pol)
         out.append(_union(pol, "basic", "gang", "POL-1", ch))
         count = f"{pol.expr}['gang']['minCount']"
-        has_count = f"({pol.has('gang')} && 'minCount' in {pol.expr}['gang'])"
+        has_count = f"({pol.member_map('gang')} && 'minCount' in {pol.expr}['gang'] && type({count}) == int)"
         low = "1" if not sem.nonPositiveMinCountIsUnset else "-2147483648"
         out.append(_v("POL-2", f"!{has_count} || ({count} >= {low} && {count} <= 2147483647)",
                       _msg(f"{pol.text}.gang.minCount", "Invalid value: must be a 32-bit integer, at least 1"), ch))
@@ -118,7 +189,7 @@ def _leaf(group: LeafGroup, cfg: Config) -> list[tuple[str, dict]]:
             out.append(_v("POL-3", f"!{has_count}", _msg(f"{pol.text}.gang.minCount",
                                                         "Forbidden: is set by the operator from the group's size (POL-3)"), ch))
         if sem.minCountRequired:
-            out.append(_v("POL-2", f"!{pol.has('gang')} || 'minCount' in {pol.expr}['gang']",
+            out.append(_v("POL-2", f"!{pol.member_map('gang')} || 'minCount' in {pol.expr}['gang']",
                           _msg(f"{pol.text}.gang.minCount", "Required value"), ch))
         if cfg.maxMinCount is not None:
             out.append(_v("POL-3", f"!{has_count} || {count} <= {cfg.maxMinCount}",
@@ -126,8 +197,9 @@ def _leaf(group: LeafGroup, cfg: Config) -> list[tuple[str, dict]]:
         if cfg.minCountWithinSize and group.size is not None and group.size.path is not None \
                 and sem.minCount in ("atMostSize", "equalsSize"):
             size = _P(group.size.path)
-            value = f"({size.present} ? {size.expr} : {group.size.default})" if group.size.default is not None else size.expr
-            known = "true" if group.size.default is not None else size.present
+            typed = f"({size.present} && type({size.expr}) == int)"
+            value = f"({typed} ? {size.expr} : {group.size.default})" if group.size.default is not None else size.expr
+            known = f"(!{size.present} || {typed})" if group.size.default is not None else typed
             op, words = ("<=", "less than or equal to") if sem.minCount == "atMostSize" else ("==", "equal to")
             positive = f" && {count} > 0" if sem.nonPositiveMinCountIsUnset else ""
             out.append(_v("POL-3", f"!({has_count} && {known}{positive}) || {count} {op} {value}",
@@ -146,21 +218,25 @@ def _leaf(group: LeafGroup, cfg: Config) -> list[tuple[str, dict]]:
                           _changed(*(p for p in (dis, pol) if p))))
     if con:
         topo = f"{con.expr}['topology']"
-        has_topo = con.has("topology")
+        has_topo = f"({con.has('topology')} && type({topo}) == list && {topo}.all(t, type(t) == map))"
         ch = _changed(con, kinds={id(con): "constraints"})
         out.append(_v("CON-1", f"!{has_topo} || size({topo}) <= 1",
                       _msg(f"{con.text}.topology", "Too many: must have at most 1 item"), ch))
-        ok = f"('key' in t && !{QUALIFIED}.validate(t['key']).hasValue())"
+        ok = f"('key' in t && type(t['key']) == string && !{QUALIFIED}.validate(t['key']).hasValue())"
         bad = f"{topo}.indexOf({topo}.filter(t, !{ok})[0])"
         out.append(_v("CON-1", f"!{has_topo} || {topo}.all(t, {ok})",
                       f"{_q(con.text + '.topology[')} + string({bad}) + '].key: Invalid value: must be a qualified name'", ch))
     if clm:
         ch = _changed(clm, kinds={id(clm): "list"})
         L = clm.expr
-        out.append(_v("CLM-1", f"!{clm.present} || size({L}) <= 4", _msg(clm.text, "Too many: must have at most 4 items"), ch))
+        # Judged only when every item is a map of strings where names are (else the shape check speaks).
+        clean = (f"({clm.is_list} && {L}.all(c, type(c) == map && " + " && ".join(
+            f"(!({_q(k)} in c) || type(c[{_q(k)}]) == string)" for k in ("name", "resourceClaimName",
+                                                                       "resourceClaimTemplateName")) + "))")
+        out.append(_v("CLM-1", f"!{clm.is_list} || size({L}) <= 4", _msg(clm.text, "Too many: must have at most 4 items"), ch))
         def each(rule_ok: str, suffix: str, body: str) -> tuple[str, dict]:
             bad = f"{L}.indexOf({L}.filter(c, !({rule_ok}))[0])"
-            return _v("CLM-1", f"!{clm.present} || {L}.all(c, {rule_ok})",
+            return _v("CLM-1", f"!{clean} || {L}.all(c, {rule_ok})",
                       f"{_q(clm.text + '[')} + string({bad}) + {_q(']' + suffix + ': ' + body)}", ch)
         out.append(each("'name' in c", ".name", "Required value"))
         out.append(each(f"!('name' in c) || !{LABEL}.validate(c['name']).hasValue()", ".name",
@@ -176,7 +252,7 @@ def _leaf(group: LeafGroup, cfg: Config) -> list[tuple[str, dict]]:
         # the first item whose name an earlier item already has (where the webhook reports the Duplicate)
         second = (f"{L}.transformList(i, c, 'name' in c && {L}.exists(j, d, j < i && 'name' in d && "
                   f"d['name'] == c['name']), i)[0]")
-        out.append(_v("CLM-1", f"!{clm.present} || !{L}.exists(c, {dup})",
+        out.append(_v("CLM-1", f"!{clean} || !{L}.exists(c, {dup})",
                       f"{_q(clm.text + '[')} + string({second}) + {_q(']: Duplicate value: claim names must be unique')}", ch))
     out += _updates(pol, dis, con, clm, sem, group)
     return out
@@ -194,9 +270,9 @@ def _updates(pol, dis, con, clm, sem, group) -> list[tuple[str, dict]]:
     if pol:
         out.append(_v("POL-4", f"!{upd} || {pol.present} == {pol.old().present}",
                       _msg(pol.text, "Invalid value: field cannot be set or cleared once created")))
-        same_variant = (f"!({pol.present} && {pol.old().present}) || "
-                        f"(({_q('basic')} in {pol.expr}) == ({_q('basic')} in {pol.old().expr}) && "
-                        f"({_q('gang')} in {pol.expr}) == ({_q('gang')} in {pol.old().expr}))")
+        same_variant = (f"!({pol.is_map} && {pol.old().is_map}) || "
+                        f"({pol.has('basic')} == {pol.old().has('basic')} && "
+                        f"{pol.has('gang')} == {pol.old().has('gang')})")
         out.append(_v("POL-4", f"!{upd} || {same_variant}", _msg(
             pol.text, "Invalid value: the basic/gang policy variant is immutable after creation")))
     for p, kind in ((dis, "value"), (con, "constraints"), (clm, "list")):
