@@ -10,7 +10,7 @@ from typing import Sequence
 
 import yaml
 
-from webhook import engine
+from webhook import engine, explain
 from webhook.cluster.view import StaticView
 from webhook.command_input import (EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, label as _label, load as _load,
                                    load_config as _load_config, profile as _profile)
@@ -314,6 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", metavar="DIR", help="with --target: write KIND_VERSION.json per served version "
                                                 "(kubeconform's naming) instead of printing")
     s.set_defaults(func=cmd_schemas)
+
+    explain.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,108 @@
+"""The `explain` subcommand: arguments, then read -> build -> render.
+Exit codes: 0 shown, 1 the object could not be found or read, 2 usage."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from webhook.command_input import profile as _profile
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
+SA_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+EPILOG = """examples:
+  workload-webhook explain job/train -n ml
+  workload-webhook explain podgroup train -n ml -o json
+  workload-webhook explain trainjob/llama -n ml --config config.yaml
+"""
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    e = subparsers.add_parser(
+        "explain", help="why a gang waits: the tree from a Job, target object, Workload or PodGroup to its Pods and "
+                        "claims in a live cluster", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    e.add_argument("object", metavar="KIND/NAME", help="job/NAME, workload/NAME, podgroup/NAME, "
+                                                       "compositepodgroup/NAME or a configured target KIND/NAME")
+    e.add_argument("name", nargs="?", help="NAME, when KIND is given alone (kubectl style)")
+    e.add_argument("-n", "--namespace", help="default: the kubeconfig context's namespace, else default")
+    e.add_argument("--kubeconfig", metavar="FILE", help="default: in-cluster, else $KUBECONFIG / ~/.kube/config")
+    e.add_argument("--context", help="kubeconfig context")
+    e.add_argument("--config", metavar="FILE", help="configuration file: its targets can be explained")
+    e.add_argument("--profile", action="append", type=_profile, metavar="NAME",
+                   help="add a shipped profile's targets (jobset, leaderworkerset, job-template:...); repeatable")
+    e.add_argument("--group-label", default=None, metavar="KEY",
+                   help="the Pod label that names a group (default: the config's pods.groupLabel)")
+    e.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    e.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour the text output; auto: when stdout is a terminal (and NO_COLOR is unset)")
+    e.set_defaults(func=run)
+    return e
+
+
+def _split(args) -> tuple[str, str] | None:
+    if args.name:
+        return args.object, args.name
+    kind, sep, name = args.object.partition("/")
+    return (kind, name) if sep and kind and name else None
+
+
+def _namespace(args) -> str:
+    if args.namespace:
+        return args.namespace
+    try:
+        from kubernetes import config
+        _, active = config.list_kube_config_contexts(config_file=args.kubeconfig)
+        if args.context:
+            contexts, _ = config.list_kube_config_contexts(config_file=args.kubeconfig)
+            active = next((c for c in contexts if c.get("name") == args.context), active)
+        ns = ((active or {}).get("context") or {}).get("namespace")
+        if ns:
+            return ns
+    except Exception:         # no kubeconfig (in-cluster), or an unreadable one: the next source
+        pass
+    try:
+        with open(SA_NAMESPACE, encoding="utf-8") as f:
+            return f.read().strip() or "default"
+    except OSError:
+        return "default"
+
+
+def _colour(choice: str) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def run(args: argparse.Namespace) -> int:
+    from webhook import config as config_mod
+    from webhook.explain import jsonout, reader, text, tree
+    which = _split(args)
+    if which is None:
+        print("error: give KIND/NAME (or KIND NAME), e.g. job/train", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        cfg = config_mod.load(args.config, args.profile or ())
+    except config_mod.ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_USAGE
+    label = args.group_label or cfg.groupLabel
+    namespace = _namespace(args)
+    api = None
+    try:
+        api = reader.api_client(args.kubeconfig, args.context)
+        objects, problems = reader.read(api, which[0], which[1], namespace, reader.target_kinds(cfg))
+        result = tree.build(objects, which[0], which[1], namespace, group_label=label)
+    except (reader.ReadError, tree.NotFound) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    finally:
+        if api is not None:
+            api.close()
+    if args.output == "json":
+        sys.stdout.write(jsonout.render(result, problems))
+    else:
+        sys.stdout.write(text.render(result, colour=_colour(args.color), problems=problems))
+    return EXIT_OK

@@ -1,0 +1,209 @@
+"""Read what `explain` needs from a live cluster, in one namespace: the asked
+object, its owners (a Job, a configured target object), Workloads, PodGroups,
+CompositePodGroups, Pods, ResourceClaims and Events, page by page and bounded;
+and the cluster's MutatingWebhookConfigurations when the user may read them.
+
+Only GETs. What cannot be read (403, a resource the cluster does not serve) is
+said in `problems`, never fatal unless it is the asked object itself."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+TIMEOUT = (5, 30)
+PAGE = 500
+MAX_ITEMS = 5000          # per list: a namespace with more Pods is cut, and said so
+SCHEDULING = "scheduling.k8s.io"
+SCHEDULING_VERSIONS = ("v1beta1", "v1alpha3")
+
+
+class ReadError(Exception):
+    """The asked object could not be read (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """Where a kind is served: group, versions tried in order, plural."""
+    kind: str
+    group: str
+    versions: tuple[str, ...]
+    plural: str
+
+
+JOB = Kind("Job", "batch", ("v1",), "jobs")
+WORKLOAD = Kind("Workload", SCHEDULING, SCHEDULING_VERSIONS, "workloads")
+PODGROUP = Kind("PodGroup", SCHEDULING, SCHEDULING_VERSIONS, "podgroups")
+COMPOSITE = Kind("CompositePodGroup", SCHEDULING, ("v1alpha3",), "compositepodgroups")
+POD = Kind("Pod", "", ("v1",), "pods")
+CLAIM = Kind("ResourceClaim", "resource.k8s.io", ("v1",), "resourceclaims")
+EVENT = Kind("Event", "", ("v1",), "events")
+BUILTIN = {"Job": JOB, "Workload": WORKLOAD, "PodGroup": PODGROUP, "CompositePodGroup": COMPOSITE}
+
+
+def target_kinds(cfg) -> list[Kind]:
+    """The configured targets (and profiles) as kinds explain can read."""
+    return [Kind(t.kind, t.group, tuple(t.versions) or ("v1",), t.resource) for t in getattr(cfg, "targets", ())]
+
+
+def api_client(kubeconfig: str | None, context: str | None = None):
+    """An ApiClient from the in-cluster config, else the kubeconfig ($KUBECONFIG, ~/.kube/config)."""
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+    cfg = client.Configuration()
+    try:
+        if kubeconfig is None and context is None:
+            try:
+                config.load_incluster_config(client_configuration=cfg)
+                return client.ApiClient(cfg)
+            except ConfigException:
+                pass
+        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+    except (ConfigException, OSError, TypeError) as exc:
+        raise ReadError(f"no cluster configuration: {exc}") from None
+    cfg.retries = 0
+    return client.ApiClient(cfg)
+
+
+def _path(kind: Kind, version: str, namespace: str | None, name: str | None = None) -> str:
+    base = f"/api/{version}" if not kind.group else f"/apis/{kind.group}/{version}"
+    ns = f"/namespaces/{quote(namespace, safe='')}" if namespace else ""
+    return f"{base}{ns}/{kind.plural}" + (f"/{quote(name, safe='')}" if name else "")
+
+
+@dataclass
+class Reader:
+    api: Any
+    problems: list[str] = field(default_factory=list)
+    _versions: dict[str, str | None] = field(default_factory=dict)
+
+    def _get(self, path: str, query: dict | None = None) -> tuple[int, dict]:
+        from kubernetes.client.rest import ApiException
+        request = self.api.param_serialize("GET", path, query_params=list((query or {}).items()),
+                                           header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+        try:
+            resp = self.api.call_api(*request, _request_timeout=TIMEOUT)
+            body = resp.read() or b"{}"
+        except ApiException as exc:
+            return exc.status or 0, {}
+        except Exception as exc:       # unreachable, TLS, timeout: said once, as the cluster's problem
+            raise ReadError(f"the API server could not be read: {(str(exc).splitlines() or [''])[0][:200]}") from None
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = {}
+        return resp.status, data if isinstance(data, dict) else {}
+
+    def version(self, kind: Kind, namespace: str) -> str | None:
+        """The first of the kind's versions this cluster serves (a LIST of one item)."""
+        key = f"{kind.plural}.{kind.group}"
+        if key not in self._versions:
+            self._versions[key] = None
+            for v in kind.versions:
+                status, _ = self._get(_path(kind, v, namespace), {"limit": 1})
+                if status == 200:
+                    self._versions[key] = v
+                    break
+                if status == 403:
+                    self.problems.append(f"{key}: forbidden (RBAC): not read")
+                    break
+            else:
+                self.problems.append(f"{key}: not served by this cluster")
+        return self._versions[key]
+
+    def list(self, kind: Kind, namespace: str, **query) -> list[dict]:
+        version = self.version(kind, namespace)
+        if version is None:
+            return []
+        items, token = [], None
+        while True:
+            q = {"limit": PAGE, **query, **({"continue": token} if token else {})}
+            status, page = self._get(_path(kind, version, namespace), q)
+            if status != 200:
+                self.problems.append(f"{kind.plural}.{kind.group}: HTTP {status}: list cut short")
+                return items
+            for item in page.get("items") or []:
+                if isinstance(item, dict):
+                    item.setdefault("apiVersion", f"{kind.group}/{version}" if kind.group else version)
+                    item.setdefault("kind", kind.kind)
+                    items.append(item)
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+            if len(items) >= MAX_ITEMS:
+                self.problems.append(f"{kind.plural}.{kind.group}: more than {MAX_ITEMS} in {namespace}: cut")
+                return items
+
+    def get(self, kind: Kind, namespace: str, name: str) -> dict | None:
+        for v in kind.versions:
+            status, obj = self._get(_path(kind, v, namespace, name))
+            if status == 200:
+                obj.setdefault("apiVersion", f"{kind.group}/{v}" if kind.group else v)
+                obj.setdefault("kind", kind.kind)
+                return obj
+            if status == 403:
+                self.problems.append(f"{kind.kind} {namespace}/{name}: forbidden (RBAC)")
+                return None
+        return None
+
+    def webhooks(self) -> list[dict]:
+        status, page = self._get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations")
+        if status != 200:
+            self.problems.append("mutatingwebhookconfigurations: not readable (cluster-scoped): webhooks not shown")
+            return []
+        return [i for i in page.get("items") or [] if isinstance(i, dict)]
+
+
+def _owner_refs(objs: list[dict]) -> list[tuple[str, str, str]]:
+    """(apiVersion or apiGroup, kind, name) of each Workload's controllerRef and each controller ownerReference."""
+    out = []
+    for o in objs:
+        ref = (o.get("spec") or {}).get("controllerRef") if o.get("kind") == "Workload" else None
+        if isinstance(ref, dict) and ref.get("name"):
+            out.append((ref.get("apiGroup") or "", ref.get("kind") or "", ref["name"]))
+        for r in (o.get("metadata") or {}).get("ownerReferences") or []:
+            if isinstance(r, dict) and r.get("controller"):
+                out.append((str(r.get("apiVersion") or "").split("/")[0] if "/" in str(r.get("apiVersion"))
+                            else "", r.get("kind") or "", r.get("name") or ""))
+    return out
+
+
+def read(api, kind: str, name: str, namespace: str, targets: list[Kind] = ()) -> tuple[dict[str, list[dict]], list[str]]:
+    """(objects for webhook.explain.tree.build, problems). Raises ReadError when the
+    asked object does not exist or cannot be read."""
+    reader = Reader(api)
+    known = {**BUILTIN, **{t.kind: t for t in targets}}
+    lowered = {k.lower(): v for k, v in known.items()}
+    asked_kind = known.get(kind) or lowered.get(kind.lower())
+    if asked_kind is None:
+        raise ReadError(f"unknown kind {kind!r}: one of job, workload, podgroup, compositepodgroup, or a configured "
+                        "target (--config/--profile)")
+    asked = reader.get(asked_kind, namespace, name)
+    if asked is None:
+        why = "; ".join(reader.problems) or "not found"
+        raise ReadError(f"{asked_kind.kind} {namespace}/{name}: {why}")
+    objects: dict[str, list[dict]] = {
+        "owners": [], "workloads": reader.list(WORKLOAD, namespace), "podgroups": reader.list(PODGROUP, namespace),
+        "composites": reader.list(COMPOSITE, namespace) if _serves_composites(reader, namespace) else [],
+        "pods": reader.list(POD, namespace), "claims": reader.list(CLAIM, namespace),
+        "events": reader.list(EVENT, namespace), "webhooks": reader.webhooks()}
+    owners: dict[tuple[str, str], dict] = {}
+    if asked_kind not in (WORKLOAD, PODGROUP, COMPOSITE):
+        owners[(asked_kind.kind, name)] = asked
+    by_group = {(k.group, k.kind): k for k in known.values() if k not in (WORKLOAD, PODGROUP, COMPOSITE)}
+    for group, owner_kind, owner_name in _owner_refs(objects["workloads"] + objects["podgroups"] + objects["pods"]):
+        k = by_group.get((group, owner_kind))
+        if k is not None and (owner_kind, owner_name) not in owners:
+            found = reader.get(k, namespace, owner_name)
+            if found is not None:
+                owners[(owner_kind, owner_name)] = found
+    objects["owners"] = list(owners.values())
+    return objects, reader.problems
+
+
+def _serves_composites(reader: Reader, namespace: str) -> bool:
+    before = len(reader.problems)
+    served = reader.version(COMPOSITE, namespace) is not None
+    del reader.problems[before:]          # a cluster without the CompositePodGroup gate: nothing to say
+    return served
