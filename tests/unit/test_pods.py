@@ -201,3 +201,15 @@ def test_POD_6_idempotent_with_a_nameless_group_claim():
     assert once["spec"]["resourceClaims"] == [GPU]
     again = run(once, view=view)
     assert again.allowed and again.patch is None
+
+
+def test_POD_4_a_pod_entry_taking_the_group_template_under_another_name_is_warned():
+    """It would get a device of its own from the template, silently: the webhook says so."""
+    group = podgroup("pg", resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpu-tpl"}])
+    p = pod({LABEL: "pg"}, resourceClaims=[{"name": "mine", "resourceClaimTemplateName": "gpu-tpl"}])
+    v = run(p, view=StaticView([group], authoritative=True))
+    assert v.allowed
+    assert any("spec.resourceClaims[0]: 'mine' takes its own claim from template 'gpu-tpl'" in w and
+               "a device of its own" in w for w in v.warnings), v.warnings
+    same = pod({LABEL: "pg"}, resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpu-tpl"}])
+    assert not any("device of its own" in w for w in run(same, view=StaticView([group], authoritative=True)).warnings)

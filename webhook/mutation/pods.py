@@ -113,6 +113,25 @@ def _lookup(namespace: str, name: str, cfg: Config, view: ClusterView, out: Verd
     return podgroup
 
 
+def _warn_own_devices(pod_claims: list, group_claims: list[dict], group: str, out: Verdict) -> None:
+    """A Pod entry under another name that takes a group claim's template (or claim) gets a
+    device of its own, silently: the scheduler never shares it. Said, not refused."""
+    shared = {(k, gc[k]): gc["name"] for gc in group_claims for k in claims.REFS if gc.get(k)}
+    names = {gc["name"] for gc in group_claims}
+    for i, c in enumerate(pod_claims):
+        if not isinstance(c, dict) or c.get("name") in names:
+            continue
+        for k in claims.REFS:
+            gc = shared.get((k, c.get(k)))
+            if gc is not None:
+                what = "its own claim from template" if k == "resourceClaimTemplateName" else "the claim"
+                out.warnings.append(f"spec.resourceClaims[{i}]: {c.get('name')!r} takes {what} {c[k]!r}, as claim "
+                                    f"{gc!r} of PodGroup {group!r} does: "
+                                    + ("this Pod gets a device of its own, not the group's shared one"
+                                       if k == "resourceClaimTemplateName" else "two entries for one claim"))
+                break
+
+
 def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: Verdict,
                    claims_wanted: list[dict], container_claims: dict[int, list[dict]]) -> None:
     """The group's claims the Pod lacks (POD-4), into `claims_wanted` and, with
@@ -140,6 +159,7 @@ def _inject_claims(spec: dict, podgroup: dict, name: str, cfg: Config, out: Verd
                                            "the Pod would not share the group's claim")], "POD-4")
     if out.errors:
         return
+    _warn_own_devices(pod_claims, group_claims, name, out)
     claims_wanted.extend(added)
     if cfg.claimsToContainers == "all":
         for i, container in enumerate(spec.get("containers") or []):
