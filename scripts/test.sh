@@ -8,26 +8,27 @@ cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
-if [[ "${CI:-}" == true || "${WW_SKIP_E2E:-0}" != 1 ]]; then
-  # kube-apiserver, etcd, kubectl, helm from the Go module proxy; cached outside
-  # the repo after the first build (~11 min cold on 2 cores, instant after).
-  if ! hack/build-control-plane.sh >/dev/null; then
+# Every tool the end-to-end tests need is built here, never inside a test (each script
+# is cached outside the repo and instant once built; the tests call it again for the path).
+setup() {   # setup SCRIPT WHAT
+  if ! "$1" >/dev/null; then
     if [[ "${CI:-}" == true ]]; then
-      echo "control-plane build failed: the end-to-end tests cannot run" >&2
+      echo "$2 failed: the end-to-end tests cannot run" >&2
       exit 1
     fi
-    echo "control-plane build failed: the end-to-end tests will fail with its output (WW_SKIP_E2E=1 leaves them out)" >&2
+    echo "$2 failed: the end-to-end tests will fail with its output (WW_SKIP_E2E=1 leaves them out)" >&2
   fi
+}
+if [[ "${CI:-}" == true || "${WW_SKIP_E2E:-0}" != 1 ]]; then
+  # kube-apiserver, kube-scheduler, kube-controller-manager, kubelet, etcd, kubectl, helm from the
+  # Go module proxy (~8-15 min cold on 2 cores).
+  setup hack/build-control-plane.sh "control-plane build"
+  # kubeconform, for the target-schema tests.
+  setup hack/build-kubeconform.sh "kubeconform build"
   # The real node's runtime and images: containerd, runc, the CNI plugins, buildah and
   # debootstrap from Debian's packages; a debootstrap base, the pause image and the
-  # webhook image from the Dockerfile, no registry (~3 min cold, instant when cached).
-  if ! hack/build-images.sh >/dev/null; then
-    if [[ "${CI:-}" == true ]]; then
-      echo "image build failed: the real-node end-to-end tests cannot run" >&2
-      exit 1
-    fi
-    echo "image build failed: the real-node tests will fail with its output (WW_SKIP_E2E=1 leaves them out)" >&2
-  fi
+  # webhook image from the Dockerfile, no registry (~3 min cold).
+  setup hack/build-images.sh "image build"
 fi
 
 # pytest exits 5 when it collected no test: that is a failure here too.
