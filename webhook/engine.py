@@ -11,7 +11,7 @@ from webhook.config import Config
 from webhook.errors import FieldError, Path, Verdict, invalid
 from webhook.mutation import patch, pods
 from webhook.mutation.defaults import default_target
-from webhook.rules import core, crd, pods as pod_rules
+from webhook.rules import composite_podgroup, crd, podgroup, pods as pod_rules, workload
 
 NOT_JUDGED = ("DELETE", "CONNECT")
 
@@ -106,11 +106,11 @@ def _validate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
         return Verdict(errors=_dedupe(pod_rules.check_pod(obj, cfg)))
     if is_core:
         if req.kind == "Workload":
-            found = core.validate_workload(obj, old, cfg)
+            found = workload.validate_workload(obj, old, cfg)
         elif req.kind == "PodGroup":
-            found = core.validate_podgroup(obj, old, cfg, view)
+            found = podgroup.validate_podgroup(obj, old, cfg, view)
         else:
-            found = core.validate_composite_podgroup(obj, old, cfg)
+            found = composite_podgroup.validate_composite_podgroup(obj, old, cfg)
     else:
         found = crd.validate_target(obj, old, target, cfg)
     return replace(found, errors=_dedupe(found.errors))

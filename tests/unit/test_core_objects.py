@@ -281,3 +281,14 @@ def test_WL_1_below_the_maximum_depth_only_declarative_rules_run():
     assert ("Invalid", "spec.compositePodGroupTemplates[0]") in errors          # the depth error, once
     assert ("Invalid", leaf) in errors                                           # the deep union error
     assert not any(t == "Duplicate" for t, _ in errors)
+
+
+def test_a_podgroup_whose_claims_no_label_joined_pod_can_reach_is_warned():
+    from tests.unit.helpers import check, podgroup
+    long_name = "g" * 70
+    pg = podgroup(long_name, resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t"}])
+    v = check(pg)
+    assert v.allowed and any("cannot be a value of the scheduling.k8s.io/pod-group label" in w for w in v.warnings)
+    assert not any("label" in w for w in check(podgroup("g" * 63, resourceClaims=[
+        {"name": "gpu", "resourceClaimTemplateName": "t"}])).warnings)
+    assert not any("label" in w for w in check(podgroup(long_name)).warnings)     # no claims: nothing to reach
