@@ -9,7 +9,18 @@ from typing import Any
 
 from webhook.errors import FieldError, Path, invalid
 
-_SEGMENT = re.compile(r"([A-Za-z0-9_-]+)(\[\*\])?\Z")
+# A field name, then `[*]` (fan out over a list) or `[KEY]` (a map key such as an annotation's:
+# label-key characters, at least one of them not a digit, so `[0]` is no index in disguise).
+_SEGMENT = re.compile(r"([A-Za-z0-9_-]+)(?:\[(\*|[A-Za-z0-9._/-]*[A-Za-z._/-][A-Za-z0-9._/-]*)\])?")
+
+
+def _map_key(key: str) -> str:
+    """A map-key segment: a str that errors.Path renders as `[key]` (upstream's Path.Key)."""
+    return Path().key(key)[-1]
+
+
+def _is_key(name: str) -> bool:
+    return type(name) is not str
 
 
 class PathSyntaxError(ValueError):
@@ -25,29 +36,40 @@ class FieldPath:
     def parse(cls, text: str) -> "FieldPath":
         if not isinstance(text, str) or not text:
             raise PathSyntaxError("must be a non-empty dotted path")
-        segments = []
-        for part in text.split("."):
-            m = _SEGMENT.match(part)
+        segments: list[tuple[str, bool]] = []
+        pos = 0
+        while True:
+            m = _SEGMENT.match(text, pos)
             if not m:
-                raise PathSyntaxError(f"bad segment {part!r}: use field names, dots and `[*]` after a list")
-            segments.append((m.group(1), m.group(2) is not None))
-        return cls(tuple(segments))
+                part = text[pos:].split(".")[0]
+                raise PathSyntaxError(f"bad segment {part!r}: use field names, dots, `[*]` after a list "
+                                      "and `[key]` after a map (metadata.annotations[example.com/key])")
+            segments.append((m.group(1), m.group(2) == "*"))
+            if m.group(2) not in (None, "*"):
+                segments.append((_map_key(m.group(2)), False))
+            pos = m.end()
+            if pos == len(text):
+                return cls(tuple(segments))
+            if text[pos] != "." or pos + 1 == len(text):
+                raise PathSyntaxError(f"bad path {text!r} at character {pos + 1}: segments are joined by single dots")
+            pos += 1
 
     def __str__(self) -> str:
-        return ".".join(name + ("[*]" if fan else "") for name, fan in self.segments)
+        out = ""
+        for name, fan in self.segments:
+            out += f"[{str.__str__(name)}]" if _is_key(name) else ("." if out else "") + name + ("[*]" if fan else "")
+        return out
 
     @property
     def wildcards(self) -> int:
         return sum(1 for _, fan in self.segments if fan)
 
     def list_prefixes(self) -> tuple[str, ...]:
-        out, acc = [], []
-        for name, fan in self.segments:
-            acc.append(name)
+        """The lists this path fans out over, each written as a path (`spec.jobs`, `spec.jobs[*].pods`)."""
+        out = []
+        for i, (_, fan) in enumerate(self.segments):
             if fan:
-                out.append(".".join(acc))
-            if fan:
-                acc[-1] = name + "[*]"
+                out.append(str(FieldPath(self.segments[:i + 1]))[:-3])
         return tuple(out)
 
     def concrete(self, indices: tuple[int, ...]) -> Path:

@@ -27,14 +27,19 @@ def rj(name, replicas=1, parallelism=None, scheduling=None, group=None):
     return {"name": name, "replicas": replicas, "template": {"spec": spec}}
 
 
-def jobset(scheduling=None, jobs=None, suspend=None):
+def jobset(scheduling=None, jobs=None, suspend=None, suspended=False):
+    """`suspended`: the status of a stored JobSet the controller has suspended (JS-5 reads it)."""
     spec = {"replicatedJobs": jobs or [rj("workers", 2, 4)]}
     if scheduling is not None:
         spec["scheduling"] = scheduling
     if suspend is not None:
         spec["suspend"] = suspend
-    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js", "namespace": "ml"},
-            "spec": spec}
+    out = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js", "namespace": "ml"},
+           "spec": spec}
+    if suspended:
+        out["status"] = {"conditions": [{"type": "Suspended", "status": "True", "reason": "JobSetSuspended",
+                                         "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    return out
 
 
 def lws(scheduling=None, size=4, startup=None, group=None):
@@ -103,7 +108,7 @@ CASES = [
     ("JS L3 excludes the entry's blocks", jobset({"replicatedJobs": [{"targetReplicatedJobs": ["a"], "job": {},
                                                                       "disruptionMode": {"single": {}}},
                                                                      {"targetReplicatedJobs": ["b"]}]}, TWO), None,
-     {("Forbidden", f"{S}.replicatedJobs[0].job")}),
+     {("Invalid", f"{S}.replicatedJobs[0].job")}),
     ("JS L3 empty claims are unset", jobset({"replicatedJobs": [{"targetReplicatedJobs": ["a"], "job": {}, "resourceClaims": []},
                                                                 {"targetReplicatedJobs": ["b"]}]}, TWO), None, set()),
     # Operator-owned pod template field, only with spec.scheduling.
@@ -119,9 +124,9 @@ CASES = [
     ("JS scheduling changed", jobset({"schedulingPolicy": G(4)}), jobset({"schedulingPolicy": G(2)}), {("Invalid", S)}),
     ("JS scheduling added", jobset({"schedulingPolicy": G(4)}), jobset(), {("Invalid", S)}),
     ("JS suspended change judged as a create", jobset({"schedulingPolicy": G(9)}, suspend=True),
-     jobset({"schedulingPolicy": G(2)}, suspend=True), {("Invalid", f"{S}.schedulingPolicy.gang.minCount")}),
-    ("JS suspended valid change", jobset({"schedulingPolicy": G(8)}, suspend=True), jobset({"schedulingPolicy": G(2)}, suspend=True),
-     set()),
+     jobset({"schedulingPolicy": G(2)}, suspend=True, suspended=True), {("Invalid", f"{S}.schedulingPolicy.gang.minCount")}),
+    ("JS suspended valid change", jobset({"schedulingPolicy": G(8)}, suspend=True),
+     jobset({"schedulingPolicy": G(2)}, suspend=True, suspended=True), set()),
     ("JS unchanged", jobset({"schedulingPolicy": G(4)}), jobset({"schedulingPolicy": G(4)}), set()),
     # LeaderWorkerSet: minCount = size, gang by default, LeaderReady refuses a gang.
     ("LWS gang = size", lws({"schedulingPolicy": G(4)}), None, set()),
@@ -137,10 +142,9 @@ CASES = [
      {("Forbidden", f"{S}.schedulingPolicy.gang")}),
     ("LWS LeaderReady with unset policy", lws({}, startup="LeaderReady"), None, {("Forbidden", f"{S}.schedulingPolicy.gang")}),
     ("LWS LeaderReady with basic", lws({"schedulingPolicy": {"basic": {}}}, startup="LeaderReady"), None, set()),
-    ("LWS schedulingGroup in a template", lws({}, group="g"), None,
-     {("Forbidden", "spec.leaderWorkerTemplate.workerTemplate.spec.schedulingGroup")}),
-    ("LWS scheduling added", lws({"schedulingPolicy": G(4)}), lws(), {("Invalid", S)}),
-    ("LWS scheduling removed", lws(), lws({"schedulingPolicy": G(4)}), {("Invalid", S)}),
+    ("LWS schedulingGroup in a template", lws({}, group="g"), None, {("Forbidden", S)}),
+    ("LWS scheduling added", lws({"schedulingPolicy": G(4)}), lws(), {("Forbidden", S)}),
+    ("LWS scheduling removed", lws(), lws({"schedulingPolicy": G(4)}), {("Forbidden", S)}),
     ("LWS size changed alone", lws({"schedulingPolicy": G(4)}, size=8), lws({"schedulingPolicy": G(4)}),
      {("Invalid", f"{S}.schedulingPolicy.gang.minCount")}),
     ("LWS gang to basic (LWS allows)", lws({"schedulingPolicy": {"basic": {}}}), lws({"schedulingPolicy": G(4)}), set()),
@@ -257,9 +261,10 @@ def test_unfrozen_blocks_are_judged_one_by_one():
 
 def test_reference_rules_see_what_an_update_introduces():
     two = [rj("a"), rj("b")]
-    stored = jobset({"replicatedJobs": [{"targetReplicatedJobs": ["a"]}, {"targetReplicatedJobs": ["b"]}]}, two, suspend=True)
+    stored = jobset({"replicatedJobs": [{"targetReplicatedJobs": ["a"]}, {"targetReplicatedJobs": ["b"]}]}, two, suspend=True,
+                    suspended=True)
     dup = jobset({"replicatedJobs": [{"targetReplicatedJobs": ["a", "b"]}, {"targetReplicatedJobs": ["b"]}]}, two, suspend=True)
     assert ("Invalid", f"{S}.replicatedJobs[1].targetReplicatedJobs[0]") in errors(dup, stored)
-    owned = jobset(None, [rj("a", group="x")], suspend=True)
+    owned = jobset(None, [rj("a", group="x")], suspend=True, suspended=True)
     assert ("Forbidden", "spec.replicatedJobs[0].template.spec.template.spec.schedulingGroup") in \
         errors(jobset({}, [rj("a", group="x")], suspend=True), owned)

@@ -1,22 +1,29 @@
 """Object-wide rules a target states (webhook.semantics.Checks): path groups
 that exclude each other (TGT-5), fields the operator owns (TGT-6), names that
 must reference list items, each at most once (TGT-7), list lengths required
-by another field (TGT-8), and fields frozen after create (TGT-9).
+by another field (TGT-8), and fields frozen after create (TGT-9); and the
+operators' own rules in their words (a Report: mirrors, no rule id), whose
+families live beside this module: values that agree and items that match
+(agreement), fields refused or required under a condition (guards).
 
 On update a rule reports only what the update touched (ratcheting), so an
 object stored before the rule existed can live on. List items are matched
 with the stored ones by `name` (by position when they have none), as the
 leaf groups do: removing an earlier item never makes a later one "changed",
-and an item the stored object did not have is new, not "changed"."""
+and an item the stored object did not have is new, not "changed". The
+condition-guarded families report what the stored object did not already
+break (the same error on the stored object is not the update's doing)."""
 from __future__ import annotations
 
 from typing import Any
 
 from webhook.blocks.common import same
 from webhook.targets import Target
-from webhook.errors import FieldError, Path, by_rule, forbidden, immutable, invalid
+from webhook.errors import OMIT, FieldError, Path, by_rule, forbidden, immutable, invalid
 from webhook.paths import FieldPath, get_or_none, item_name, old_indices
-from webhook.semantics import Checks
+from webhook.rules import agreement, guards
+from webhook.rules.conditions import holds
+from webhook.semantics import Checks, Guarded
 
 Bound = tuple[FieldPath, tuple[int, ...]]      # a config path and the list indices binding its `[*]`
 
@@ -71,6 +78,13 @@ def _exclusive(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
     return errors
 
 
+def _stated(g: Guarded, at: Path, default: FieldError, rule: str) -> FieldError:
+    """The operator's words when the entry states them (a mirror), else this service's (rule id)."""
+    if g.report is None:
+        return by_rule([default], rule)[0]
+    return FieldError(g.report.type, at, g.report.value, g.report.message)
+
+
 def _owned(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
     errors: list[FieldError] = []
     for g in checks.operatorOwned:
@@ -84,7 +98,8 @@ def _owned(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
                 bound.append((g.when, idx))      # setting `when` makes an existing value a violation
             if _touched(obj, old, *bound):
                 why = f" when {_at(g.when, idx)} is set" if g.when is not None else ""
-                errors.append(forbidden(_at(g.path, idx), f"is set by the operator{why}; leave it unset"))
+                at = _at(g.at, idx) if g.at is not None else _at(g.path, idx)
+                errors.append(_stated(g, at, forbidden(at, f"is set by the operator{why}; leave it unset"), "TGT-6"))
     return errors
 
 
@@ -143,18 +158,67 @@ def _immutable(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:
         return []
     errors: list[FieldError] = []
     for g in checks.immutable:
-        if g.unless is not None and get_or_none(obj, _at(g.unless, ())) is True \
-                and get_or_none(old, _at(g.unless, ())) is True:
+        if g.unless is not None and holds(g.unless, obj, old):
             continue
         for idx in g.path.bindings(obj)[0] if g.path.wildcards else [()]:
             existed, before = _stored(obj, old, (g.path, idx))
             if existed and not same(_value(obj, (g.path, idx)), before):   # a new item is not a change
-                errors.append(immutable(_at(g.path, idx)))
+                errors.append(_stated(g, _at(g.path, idx), immutable(_at(g.path, idx)), "TGT-9"))
     return errors
+
+
+def _guarded(obj: dict, old: dict | None, c: Checks) -> list[FieldError]:
+    """The operators' own condition-guarded rules, and the values that must agree or match."""
+    return ([e for a in c.agree for e in agreement.agree(obj, old, a)]
+            + [e for r in c.refuse for e in guards.refuse(obj, old, r)]
+            + [e for r in c.require for e in guards.require(obj, old, r)]
+            + [e for m in c.matched for e in agreement.matched(obj, old, m)])
+
+
+def _key(e: FieldError) -> tuple:
+    def frozen(v: Any) -> Any:
+        if isinstance(v, dict):
+            return ("{", tuple(sorted((str(k), frozen(x)) for k, x in v.items())))
+        if isinstance(v, list):
+            return ("[", tuple(frozen(x) for x in v))
+        return (type(v).__name__, v if v is not OMIT else "omit")
+    return e.type, e.field, e.detail, e.rule, frozen(e.value)
+
+
+def _new(obj: dict, old: dict | None, c: Checks, judge) -> list[FieldError]:
+    """What `judge` finds that the stored object did not already break (ratcheting)."""
+    found = judge(obj, old, c)
+    if old is None or not found:
+        return found
+    before = {_key(e) for e in judge(old, None, c)}
+    return [e for e in found if _key(e) not in before]
+
+
+def _required_alone(obj: dict, old: dict | None, c: Checks) -> list[FieldError]:
+    return [e for r in c.require if r.alone for e in guards.require(obj, old, r)]
+
+
+def standalone(obj: dict, old: dict | None, target: Target) -> list[FieldError]:
+    """Errors after which the operator stops: when any is found, the target reports only these."""
+    c = target.checks
+    alone = [e for so in c.setOnce for found, stops in [guards.set_once(obj, old, so)] if stops for e in found]
+    return _unique(alone + _new(obj, old, c, _required_alone))
+
+
+def _unique(errors: list[FieldError]) -> list[FieldError]:
+    """Identical errors once (as upstream's ErrorList.ToAggregate): two entries reporting at one path."""
+    seen: set[tuple] = set()
+    out: list[FieldError] = []
+    for e in errors:
+        if (k := _key(e)) not in seen:
+            seen.add(k)
+            out.append(e)
+    return out
 
 
 def validate(obj: dict, old: dict | None, target: Target) -> list[FieldError]:
     c = target.checks
-    return (by_rule(_exclusive(obj, old, c), "TGT-5") + by_rule(_owned(obj, old, c), "TGT-6")
-            + by_rule(_references(obj, old, c), "TGT-7") + by_rule(_counts(obj, old, c), "TGT-8")
-            + by_rule(_immutable(obj, old, c), "TGT-9"))
+    return _unique(by_rule(_exclusive(obj, old, c), "TGT-5") + _owned(obj, old, c)
+                   + by_rule(_references(obj, old, c), "TGT-7") + by_rule(_counts(obj, old, c), "TGT-8")
+                   + _immutable(obj, old, c) + [e for so in c.setOnce for e in guards.set_once(obj, old, so)[0]]
+                   + _new(obj, old, c, _guarded))

@@ -14,6 +14,7 @@ from webhook.errors import FieldError, Path, Verdict, by_rule, forbidden, invali
 from webhook.paths import FieldPath, WrongType, get, get_or_none, old_indices
 from webhook.semantics import Semantics
 from webhook.rules import bounds, checks, size as sizes
+from webhook.rules.conditions import holds
 
 
 # Per block: (module with shape/validate_update, config key)
@@ -44,6 +45,7 @@ class Instance:
     updating: bool = False   # False for a create, and for a list item the stored object did not have
     holder: Block | None = None         # the field holding the blocks, when it is set-once
     guards: list = field(default_factory=list)   # (path, value, holds now, held before) of gangIncompatible
+    unbounded: bool = False             # `boundUnless` holds: POL-3 does not apply
 
 
 def _resolve(obj: Any, fp: FieldPath, idx: tuple[int, ...], errors: list[FieldError]) -> tuple[Path, Any, bool]:
@@ -76,7 +78,9 @@ def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[F
     errors += problems
     for idx in bindings:
         old_idx = old_indices(obj, old, deepest, idx) if old is not None else None
-        inst = Instance(blocks={}, updating=old_idx is not None)
+        unbound = group.semantics.boundUnless
+        inst = Instance(blocks={}, updating=old_idx is not None,
+                        unbounded=unbound is not None and holds(unbound, obj, old, idx, deepest))
         for key, module in _LEAF_BLOCKS:
             if key not in paths:
                 continue
@@ -157,7 +161,7 @@ def _validate_leaf(inst: Instance, sem: Semantics, cfg: Config) -> list[FieldErr
         errors += _gang_incompatible(inst, pol, sem)
     # POL-3: minCount against the group's size, re-checked whenever either moves; one error per field.
     count_path = pol.path.child("gang", "minCount") if pol else None
-    if cfg.minCountWithinSize and pol and pol.ok and inst.size_name is not None \
+    if cfg.minCountWithinSize and pol and pol.ok and inst.size_name is not None and not inst.unbounded \
             and not any(e.field == count_path for e in errors):
         moved = not updating or pol.changed or inst.size != inst.old_size
         if moved:
@@ -249,5 +253,6 @@ def validate_target(obj: dict, old: dict | None, target: Target, cfg: Config) ->
     if target.composite is not None:
         found.errors += _validate_composite(obj, old, target.composite, cfg)
     if target.checks:
-        found.errors += checks.validate(obj, old, target)
+        alone = checks.standalone(obj, old, target)      # the operator stops there: nothing else is reported
+        found.errors = alone or found.errors + checks.validate(obj, old, target)
     return found

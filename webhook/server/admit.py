@@ -9,7 +9,6 @@ import logging
 import time
 from typing import Any, Callable, Iterable
 
-import orjson
 
 from webhook import engine, kinds, metrics
 from webhook.admission import review

@@ -299,10 +299,13 @@ def _reasons(target: Target, cfg: Config) -> list[str]:
             why.append(f"groups[{i}]: its size is a sum over a list")
         elif g.semantics.gangIncompatible or g.semantics.maxGroups is not None:
             why.append(f"groups[{i}]: gangIncompatible / maxGroups")
+        elif g.semantics.boundUnless is not None:
+            why.append(f"groups[{i}]: boundUnless (a condition on the object lifts POL-3)")
     if target.composite is not None:
         why.append("composite: minGroupCount against the number of child groups")
     if target.checks:
-        why.append("checks (exclusive, operatorOwned, references, counts, immutable)")
+        why.append("checks (exclusive, operatorOwned, references, counts, immutable, agree, refuse, require, "
+                   "matched, setOnce)")
     return why
 
 
