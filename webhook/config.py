@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from webhook import formats, profiles
-from webhook.errors import FieldError, Path, invalid
+from webhook.field import FieldError, Path, invalid
 from webhook.schemas import structural_errors
 from webhook.enforcement import Enforcement, parse as parse_enforcement
 from webhook.targets import Target, parse_target

@@ -14,7 +14,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from webhook.errors import FieldError, Path, Verdict, invalid, not_supported
+from webhook.field import FieldError, Path, invalid, not_supported
+from webhook.verdict import Verdict
 
 ACTIONS = ("deny", "warn", "audit")          # strictest first
 SCOPES = ("admission", "cli", "audit")

@@ -8,7 +8,8 @@ from typing import Any
 from webhook import enforcement, kinds
 from webhook.cluster.view import ClusterUnavailable, ClusterView, DisabledView
 from webhook.config import Config
-from webhook.errors import FieldError, Path, Verdict, invalid
+from webhook.field import FieldError, Path, invalid
+from webhook.verdict import Verdict
 from webhook.mutation import patch, pods
 from webhook.mutation.defaults import default_target
 from webhook.rules import composite_podgroup, crd, podgroup, pods as pod_rules, workload

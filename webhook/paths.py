@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.errors import FieldError, Path, invalid
+from webhook.field import FieldError, Path, invalid
 
 # A field name, then `[*]` (fan out over a list) or `[KEY]` (a map key such as an annotation's:
 # label-key characters, at least one of them not a digit, so `[0]` is no index in disguise).

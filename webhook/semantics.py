@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.errors import OMIT, FieldError, Path, invalid
+from webhook.field import OMIT, FieldError, Path, invalid
 from webhook.paths import FieldPath, parse_into as _path
 
 

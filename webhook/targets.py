@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from webhook.errors import FieldError, Path, invalid
+from webhook.field import FieldError, Path, invalid
 from webhook.paths import FieldPath, parse_into, within_fanout
 from webhook.semantics import Checks, Cond, Semantics, Size, parse_checks, parse_conditions, parse_semantics, parse_size
 

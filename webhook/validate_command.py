@@ -14,7 +14,8 @@ from webhook.cluster.view import StaticView
 from webhook.command_input import EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, label, load, load_config
 from webhook.config import Config
 from webhook.enforcement import fails
-from webhook.errors import ROOT, Verdict, invalid
+from webhook.field import ROOT, invalid
+from webhook.verdict import Verdict
 
 
 def skip_reason(obj: dict, cfg: Config) -> str:

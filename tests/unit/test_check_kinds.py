@@ -88,7 +88,7 @@ def test_each_condition(need, spec, holds):
 
 
 def _shown(spec):
-    from webhook.errors import format_value
+    from webhook.field import format_value
     return format_value(spec.get("x"))
 
 

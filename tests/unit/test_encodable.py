@@ -23,7 +23,7 @@ def test_a_denial_naming_a_lone_surrogate_is_encoded():
 
 def test_a_patch_with_a_lone_surrogate_keeps_it_escaped():
     import base64
-    from webhook.errors import Verdict
+    from webhook.verdict import Verdict
     ops = [{"op": "add", "path": "/metadata/labels", "value": {"k": "a" + LONE}}]
     answer = json.loads(review.encode(review.respond("u", Verdict(patch=ops))))
     assert json.loads(base64.b64decode(answer["response"]["patch"])) == ops

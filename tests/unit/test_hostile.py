@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from webhook import engine
 from webhook.cluster.view import StaticView
-from webhook.errors import FieldError
+from webhook.field import FieldError
 from tests.unit.helpers import config, groupjob, node_paths, pod, podgroup, template, trainjob, workload
 
 CFG = config(pods={"claimsToContainers": "all"}, profiles=["jobset", "leaderworkerset"])

@@ -12,7 +12,7 @@ import orjson
 
 from webhook import enforcement
 from webhook.engine import Request
-from webhook.errors import Verdict
+from webhook.verdict import Verdict
 
 API_VERSION = "admission.k8s.io/v1"
 MAX_DEPTH = 100            # Kubernetes objects nest ~20 deep; more is hostile

@@ -9,7 +9,7 @@ from typing import Any
 
 from webhook import formats
 from webhook.blocks.common import check_immutable, union
-from webhook.errors import FieldError, Path, duplicate, invalid, required, too_many
+from webhook.field import FieldError, Path, duplicate, invalid, required, too_many
 from webhook.schemas import structural_errors
 
 SCHEMA = "blocks/resource-claims"

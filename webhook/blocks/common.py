@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.errors import FieldError, OMIT, Path, by_rule, immutable, invalid
+from webhook.field import FieldError, OMIT, Path, by_rule, immutable, invalid
 
 INT32_MAX = 2**31 - 1
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.blocks.common import Mode, check_immutable, check_no_set_no_unset, min_count, union, variant
-from webhook.errors import FieldError, Path, by_rule, invalid
+from webhook.field import FieldError, Path, by_rule, invalid
 from webhook.schemas import structural_errors
 
 SCHEMA = "blocks/composite-scheduling-policy"

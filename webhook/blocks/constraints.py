@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 from webhook import formats
 from webhook.blocks.common import check_immutable
-from webhook.errors import FieldError, Path, by_rule, invalid, not_supported, required, too_many
+from webhook.field import FieldError, Path, by_rule, invalid, not_supported, required, too_many
 from webhook.schemas import structural_errors
 
 SCHEMA = "blocks/scheduling-constraints"

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.blocks.common import check_immutable, union, variant
-from webhook.errors import FieldError, Path, by_rule, invalid
+from webhook.field import FieldError, Path, by_rule, invalid
 from webhook.schemas import structural_errors
 
 SCHEMA = "blocks/disruption-mode"

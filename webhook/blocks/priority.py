@@ -6,7 +6,7 @@ from typing import Any
 
 from webhook import formats
 from webhook.blocks.common import check_immutable
-from webhook.errors import FieldError, Path, invalid, not_supported
+from webhook.field import FieldError, Path, invalid, not_supported
 
 FIELDS = ("priorityClassName", "priority", "preemptionPolicy")
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000

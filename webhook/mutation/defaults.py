@@ -11,7 +11,7 @@ import copy
 from webhook.blocks import composite, policy
 from webhook.blocks.common import INT32_MAX
 from webhook.targets import Target
-from webhook.errors import FieldError
+from webhook.field import FieldError
 from webhook.paths import get_or_none
 from webhook.rules.crd import composite_instance, leaf_instances
 

@@ -12,7 +12,8 @@ from webhook import formats
 from webhook.blocks import claims
 from webhook.cluster.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
-from webhook.errors import Path, Verdict, by_rule, forbidden, invalid
+from webhook.field import Path, by_rule, forbidden, invalid
+from webhook.verdict import Verdict
 from webhook.mutation import additions
 from webhook.rules.pods import GROUP_NAME, membership, shape_errors
 from webhook.schemas import structural_errors

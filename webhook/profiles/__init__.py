@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from webhook.errors import FieldError, Path, invalid, not_supported
+from webhook.field import FieldError, Path, invalid, not_supported
 from webhook.schemas import structural_errors
 
 _DIR = os.path.dirname(__file__)

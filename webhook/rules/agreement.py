@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from webhook.errors import OMIT, FieldError, Path, format_value
+from webhook.field import OMIT, FieldError, Path, format_value
 from webhook.paths import get_or_none, item_name
 from webhook.rules.conditions import holds, resolve, same_json, values
 from webhook.semantics import Agree, Matched

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.errors import FieldError, Path, by_rule, forbidden, invalid
+from webhook.field import FieldError, Path, by_rule, forbidden, invalid
 
 
 def min_count_against_size(count: Any, policy_path: Path, rule: str, size: int | None, size_name: str) -> list[FieldError]:

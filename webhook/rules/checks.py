@@ -19,7 +19,7 @@ from typing import Any
 
 from webhook.blocks.common import same
 from webhook.targets import Target
-from webhook.errors import OMIT, FieldError, Path, by_rule, forbidden, immutable, invalid
+from webhook.field import OMIT, FieldError, Path, by_rule, forbidden, immutable, invalid
 from webhook.paths import FieldPath, get_or_none, item_name, old_indices
 from webhook.rules import agreement, guards
 from webhook.rules.conditions import holds

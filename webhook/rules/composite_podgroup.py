@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from webhook.config import Config
-from webhook.errors import Verdict
+from webhook.verdict import Verdict
 from webhook.rules.core import (SPEC, block_errors, block_update_errors, condition_errors, identity_update_errors, object_spec, parent_errors,
                                 workload_ref_errors)
 

@@ -11,7 +11,8 @@ from webhook import formats
 from webhook.blocks import claims, composite, constraints, disruption, policy, priority
 from webhook.blocks.common import CORE, check_immutable, same
 from webhook.config import Config
-from webhook.errors import FieldError, Path, Verdict, forbidden, invalid, required
+from webhook.field import FieldError, Path, forbidden, invalid, required
+from webhook.verdict import Verdict
 from webhook.schemas import structural_errors
 
 MAX_TEMPLATES = 8          # WorkloadMaxPodGroupTemplates

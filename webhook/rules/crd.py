@@ -10,7 +10,8 @@ from webhook.blocks import claims, composite, constraints, disruption, policy
 from webhook.blocks.common import EMBEDDED, OBJECT_TYPES, check_no_set_no_unset, same
 from webhook.config import Config
 from webhook.targets import CompositeGroup, LeafGroup, Target
-from webhook.errors import FieldError, Path, Verdict, by_rule, forbidden, invalid, too_many
+from webhook.field import FieldError, Path, by_rule, forbidden, invalid, too_many
+from webhook.verdict import Verdict
 from webhook.paths import FieldPath, WrongType, get, get_or_none, old_indices
 from webhook.semantics import Semantics
 from webhook.rules import bounds, checks, size as sizes

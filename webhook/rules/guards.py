@@ -4,7 +4,7 @@ holds, and a field that may not appear or vanish on update. Each states an
 operator's own rule in its words, so its errors are mirrors: no rule id."""
 from __future__ import annotations
 
-from webhook.errors import OMIT, FieldError
+from webhook.field import OMIT, FieldError
 from webhook.paths import get_or_none
 from webhook.rules.conditions import holds
 from webhook.semantics import Refuse, Require, SetOnce

@@ -7,7 +7,8 @@ from webhook.blocks import claims, disruption, policy
 from webhook.blocks.common import same
 from webhook.cluster.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
-from webhook.errors import FieldError, Path, Verdict, by_rule, duplicate, invalid, too_many
+from webhook.field import FieldError, Path, by_rule, duplicate, invalid, too_many
+from webhook.verdict import Verdict
 from webhook.schemas import structural_errors
 from webhook.rules.core import (SPEC, TAS, block_errors, block_update_errors, condition_errors, identity_update_errors, object_spec,
                                 parent_errors, workload_ref_errors)

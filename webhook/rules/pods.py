@@ -7,7 +7,7 @@ from typing import Any
 
 from webhook import formats
 from webhook.config import Config
-from webhook.errors import FieldError, Path, by_rule, invalid
+from webhook.field import FieldError, Path, by_rule, invalid
 from webhook.schemas import structural_errors
 
 GROUP_NAME = Path("spec", "schedulingGroup", "podGroupName")

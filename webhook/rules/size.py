@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.errors import FieldError, Path, invalid
+from webhook.field import FieldError, Path, invalid
 from webhook.paths import get_or_none, item_name
 from webhook.semantics import Size
 

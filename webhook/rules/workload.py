@@ -6,7 +6,8 @@ from webhook import formats
 from webhook.blocks import composite, priority
 from webhook.blocks.common import check_immutable
 from webhook.config import Config
-from webhook.errors import FieldError, Path, Verdict, duplicate, forbidden, invalid, too_many
+from webhook.field import FieldError, Path, duplicate, forbidden, invalid, too_many
+from webhook.verdict import Verdict
 from webhook.rules.core import (CPG, MAX_DEPTH, MAX_TEMPLATES, SPEC, block_errors, block_update_errors, changed,
                                 gate_forbidden, name_errors, object_spec)
 

@@ -21,7 +21,7 @@ import fastjsonschema
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from webhook.errors import OMIT, FieldError, Path, ROOT, invalid, not_supported, required, too_many, duplicate
+from webhook.field import OMIT, FieldError, Path, ROOT, invalid, not_supported, required, too_many, duplicate
 
 # Hostile objects can hold thousands of structural mistakes: report the first few.
 MAX_STRUCTURAL_ERRORS = 20

@@ -1,13 +1,13 @@
-"""Kubernetes-style field errors (k8s.io/apimachinery/pkg/util/validation/field).
-
-Every rule in the engine reports through these types, so the server, the CLI
-and the tests all see the same (type, field, value, detail) tuples.
-"""
+"""Field paths and field errors, as Kubernetes' field package has them
+(k8s.io/apimachinery/pkg/util/validation/field: Path, Error, Invalid,
+Required, Forbidden, ...). Every rule reports through these, so the server,
+the CLI and the tests all see the same (type, field, value, detail) tuples.
+Config path patterns with `[*]` are webhook.paths."""
 from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
 from typing import Any, Iterable, Union
 
 Segment = Union[str, int]
@@ -207,25 +207,3 @@ IMMUTABLE = "field is immutable"
 
 def immutable(path: Path, value: Any = OMIT) -> FieldError:
     return FieldError("Invalid", path, value, IMMUTABLE)
-
-
-@dataclass
-class Verdict:
-    """What the engine answers for one object: errors deny, warnings advise,
-    `patch` (RFC 6902 ops) mutates. The server and the CLI only render it."""
-
-    errors: list[FieldError] = dc_field(default_factory=list)
-    warnings: list[str] = dc_field(default_factory=list)
-    patch: list[dict] | None = None
-    checked: bool = True  # False when no rule applies to this kind
-    warned: list[FieldError] = dc_field(default_factory=list)   # violations enforced as `warn` (also in warnings)
-    audits: list[FieldError] = dc_field(default_factory=list)   # violations enforced as `audit`: admitted, recorded
-
-    @property
-    def action(self) -> str | None:
-        """The strictest enforcement action this verdict carries (None: no violation)."""
-        return "deny" if self.errors else "warn" if self.warned else "audit" if self.audits else None
-
-    @property
-    def allowed(self) -> bool:
-        return not self.errors
