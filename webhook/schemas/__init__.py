@@ -135,13 +135,19 @@ def _translate(err, base: Path) -> FieldError:
     return invalid(path, value, "does not match the schema")
 
 
+# Validated once per process (the config file): fastjsonschema's generated code for the config
+# schema weighs ~50 MiB per process, for no gain at start-up. The admission path keeps the fast one.
+ONCE = frozenset({"config"})
+
+
 def structural_errors(name: str, instance: Any, base: Path = ROOT,
                       limit: int = MAX_STRUCTURAL_ERRORS) -> list[FieldError]:
     """Shape errors of `instance` against schema `name`, as field errors under `base`."""
-    try:
-        _fast(name)(instance)
-        return []
-    except fastjsonschema.JsonSchemaException:
-        pass
+    if name not in ONCE:
+        try:
+            _fast(name)(instance)
+            return []
+        except fastjsonschema.JsonSchemaException:
+            pass
     found = islice(validator(name).iter_errors(instance), limit)
     return sorted((_translate(e, base) for e in found), key=lambda e: str(e.field))
