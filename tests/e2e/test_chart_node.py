@@ -2,14 +2,19 @@
 containerd (tests/e2e/node.py) with the image built from the repository's Dockerfile
 (hack/build-images.sh), default certificate mode `self`, two replicas. The API server
 calls the webhook through its Service; kubectl inside the node's namespace shows
-enforcement, dry-run and Pod membership; the Pods run as the chart says; uninstall
-leaves nothing of the release.
+enforcement, dry-run and Pod membership; the Pods run as the chart says; with every
+gate on in the cluster and the chart's default values (no config.featureGates), every
+upstream-valid case is admitted (issue 19, point 6); uninstall leaves nothing of the release.
+The rest of the chart's life (certificate modes and rotation, upgrades, replica loss, releases
+that cannot become Ready) is in test_chart_node_rollout.py.
 
 The webhook configurations may be created by the chart or registered by the serving
 Pods once they serve (then owned by the release's ClusterRole and removed by the
 garbage collector): the tests wait for them either way."""
 from __future__ import annotations
 
+import copy
+import glob
 import json
 import os
 import time
@@ -17,9 +22,12 @@ import time
 import pytest
 import yaml
 
-from tests.e2e.test_chart import CHART, TRAINJOB_TARGET
+from tests.e2e import summary
+from tests.e2e.test_agreement import PLURALS, exclusion, versions
+from tests.e2e.test_chart import ALL_GATES, CHART, TRAINJOB_TARGET
 from tests.server.harness import REPO
 from tests.unit.helpers import pod, podgroup
+from tests.unit.test_upstream_cases import CASES
 
 NS = "ww-node"
 TENANT = "ww-tenant"
@@ -157,11 +165,106 @@ def test_the_pods_run_as_the_chart_says_and_are_ready(release):
 
 
 def test_helm_test_proves_the_healthy_release(release):
+    t0 = time.monotonic()
     proc = release.helm("test", RELEASE, "-n", NS, "--timeout", "120s", check=False, timeout=180)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{release.diagnose(NS)}"
+    release.timings["helm test"] = time.monotonic() - t0
+
+
+# The upstream cases test_agreement.py judges (its exclusion() and versions()) whose objects
+# upstream finds valid: no expected error.
+UPSTREAM_VALID = [v for c in CASES if exclusion(c) is None and not c.get("expect") for v in versions(c)]
+
+
+def _replay(node, index: int, case: dict) -> tuple[int, str] | None:
+    """One valid case through the API server (and so the chart's webhook): a dry-run create, or
+    for an update the old object stored and a dry-run replace by the new one. None: admitted."""
+    obj = copy.deepcopy(case["object"])
+    obj["metadata"] = {**(obj.get("metadata") or {}), "namespace": TENANT, "name": f"up-{index}"}
+    base = f"/apis/{obj['apiVersion']}/namespaces/{TENANT}/{PLURALS[case['kind']]}"
+    if case["operation"] == "CREATE":
+        status, body = node.api("POST", f"{base}?dryRun=All", obj)
+        return None if status == 201 else (status, f"create: {body.get('message')}")
+    old = copy.deepcopy(case["oldObject"])
+    meta = {k: v for k, v in (old.get("metadata") or {}).items() if k not in ("resourceVersion", "uid")}
+    old["metadata"] = {**meta, "namespace": TENANT, "name": obj["metadata"]["name"]}
+    status, stored = node.api("POST", base, old)
+    if status != 201:
+        return status, f"create of the old object: {stored.get('message')}"
+    try:
+        obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
+        # As a client's read-modify-write sends it: what the API server set at create (the Priority
+        # admission plugin's spec.priority and spec.preemptionPolicy of a PodGroup) is kept.
+        for key in ("priority", "preemptionPolicy"):
+            if key in (stored.get("spec") or {}) and isinstance(obj.get("spec"), dict) and key not in obj["spec"]:
+                obj["spec"][key] = stored["spec"][key]
+        status, body = node.api("PUT", f"{base}/{obj['metadata']['name']}?dryRun=All", obj)
+        return None if status == 200 else (status, f"update: {body.get('message')}")
+    finally:
+        node.api("PATCH", f"{base}/{obj['metadata']['name']}", {"metadata": {"finalizers": None}},
+                 "application/merge-patch+json")
+        node.api("DELETE", f"{base}/{obj['metadata']['name']}", {})
+
+
+def test_with_every_gate_on_and_the_charts_defaults_every_upstream_valid_case_is_admitted(release):
+    """Point 6: the node's API server has every gate on; the chart's config sets none
+    (config.featureGates: {}); the serving Pods take the cluster's gates, so nothing the
+    API server's own validation accepts is refused."""
+    assert all(release.feature_gates.get(g) for g in ALL_GATES), release.feature_gates
+    config = yaml.safe_load(release.kubectl("get", "configmap", FULLNAME, "-n", NS, "-o",
+                                            "jsonpath={.data.config\\.yaml}").stdout)
+    assert not config.get("featureGates"), config.get("featureGates")
+    name = release.kubectl("get", "pods", "-n", NS, "-l", f"app.kubernetes.io/instance={RELEASE}", "-o",
+                           "jsonpath={.items[0].metadata.name}").stdout
+    log = release.kubectl("logs", "-n", NS, name).stdout
+    assert "feature gates from the API server" in log and "PodGroupPreemptionPolicy=on" in log, log[:2000]
+    assert len(UPSTREAM_VALID) >= 100
+    t0 = time.monotonic()
+    refused = [(c["id"], *r) for i, c in enumerate(UPSTREAM_VALID) if (r := _replay(release, i, c)) is not None]
+    took = time.monotonic() - t0
+    assert refused == [], f"{len(refused)} of {len(UPSTREAM_VALID)} upstream-valid cases refused: {refused[:5]}"
+    # Control: the same path does reach the webhook (its own DIS-2 on a PodGroup).
+    control = in_ns(podgroup("control", schedulingPolicy={"basic": {}}, disruptionMode={"all": {}}), TENANT)
+    status, body = release.api("POST", f"/apis/scheduling.k8s.io/v1beta1/namespaces/{TENANT}/podgroups?dryRun=All",
+                               control)
+    assert status != 201 and "(DIS-2)" in body.get("message", ""), (status, body)
+    creates = sum(c["operation"] == "CREATE" for c in UPSTREAM_VALID)
+    release.timings["upstream-valid cases replayed"] = took
+    summary.add(f"real node chart, every gate on, default values: {len(UPSTREAM_VALID)} upstream-valid cases "
+                f"({creates} creates, {len(UPSTREAM_VALID) - creates} updates) admitted, 0 refused, in {took:.1f} s")
+
+
+def test_a_podgroup_the_api_server_defaults_preemptionPolicy_on_is_admitted(release):
+    """With PodGroupPreemptionPolicy on, kube-apiserver sets spec.preemptionPolicy on every PodGroup
+    (the Job controller's too) before the webhook sees it."""
+    try:
+        for name, extra in (("pg-defaulted", {}), ("pg-explicit", {"preemptionPolicy": "PreemptLowerPriority"})):
+            proc = release.kubectl("create", "-f", "-", check=False,
+                                   input=yaml.safe_dump(in_ns(podgroup(name, **extra), TENANT)))
+            assert proc.returncode == 0, proc.stderr
+            stored = json.loads(release.kubectl("get", "podgroup", name, "-n", TENANT, "-o", "json").stdout)
+            assert stored["spec"].get("preemptionPolicy"), stored["spec"]
+    finally:
+        release.kubectl("delete", "podgroup", "pg-defaulted", "pg-explicit", "-n", TENANT, "--ignore-not-found",
+                        "--wait=false", check=False)
+
+
+def _peak_memory(node) -> str | None:
+    """Each serving Pod's peak memory so far, from its cgroup (v1, the kubelet's cgroupfs driver),
+    and the limit the chart gave it."""
+    peaks, limit = [], None
+    for p in json.loads(node.kubectl("get", "pods", "-n", NS, "-l", f"app.kubernetes.io/instance={RELEASE}",
+                                     "-o", "json").stdout)["items"]:
+        limit = p["spec"]["containers"][0].get("resources", {}).get("limits", {}).get("memory")
+        for path in glob.glob(f"/sys/fs/cgroup/memory/kubepods*/**/pod{p['metadata']['uid']}/memory.max_usage_in_bytes",
+                              recursive=True):
+            peaks.append(int(open(path).read()) / 2**20)
+    return ", ".join(f"{m:.0f} MiB" for m in peaks) + f" (limit {limit})" if peaks else None
 
 
 def test_uninstall_leaves_nothing_of_the_release(release):
+    if peaks := _peak_memory(release):
+        summary.add(f"real node chart: the serving Pods' peak memory after the tests: {peaks}")
     present = {kind: release_objects(release, kind) for kind in HOOK_KINDS + POLICY_KINDS}
     present["secret"] = release_objects(release, "secret", NS)
     assert all(present.values()), present          # there was something to remove
