@@ -26,7 +26,8 @@ COMPOSITE_PODGROUP = Kind(SCHEDULING, "CompositePodGroup", "compositepodgroups",
 POD = Kind("", "Pod", "pods", ("v1",))
 
 SCHEDULING_KINDS = (WORKLOAD, PODGROUP, COMPOSITE_PODGROUP)
-#: What the watch cache holds: Pod mutation needs PodGroups, PG-2 Workloads.
+#: What the cluster views know: PodGroups (watched: Pod mutation reads them on every Pod)
+#: and Workloads (PG-2, read on demand: once per PodGroup create).
 CACHED = (PODGROUP, WORKLOAD)
 #: Every version any scheduling kind is served in, preferred first.
 SCHEDULING_VERSIONS = tuple(dict.fromkeys(v for k in SCHEDULING_KINDS for v in k.versions))

@@ -249,7 +249,8 @@ def test_install_upgrade_rotate_uninstall(cluster, kubectl, crds, webhook, tmp_p
 
         # Least privilege, checked by the API server's own authorizer.
         assert can(kubectl, "watch", "podgroups.scheduling.k8s.io", "--all-namespaces")
-        assert can(kubectl, "list", "workloads.scheduling.k8s.io", "--all-namespaces")
+        assert can(kubectl, "get", "workloads.scheduling.k8s.io", "--all-namespaces")
+        assert not can(kubectl, "list", "workloads.scheduling.k8s.io", "--all-namespaces")   # read on demand
         assert can(kubectl, "get", "/metrics")            # the cluster's feature gates
         assert can(kubectl, "update", f"secret/{FULLNAME}-tls", "-n", NS)
         assert can(kubectl, "patch", f"validatingwebhookconfigurations/{FULLNAME}")

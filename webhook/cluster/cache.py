@@ -1,17 +1,34 @@
-"""A per-process, watch-based cache of PodGroups and Workloads (the live
-ClusterView of the server), with a bounded direct GET on a miss.
+"""A per-process, watch-based cache of PodGroups (the live ClusterView of the
+server), sized by what admission reads, with a bounded direct GET on a miss.
+
+- Each PodGroup is kept as its projection (webhook/cluster/projection.py),
+  packed as compact JSON bytes: a few hundred bytes per group, not the
+  ~11 KB of the whole object as decoded dicts, and nothing the garbage
+  collector walks.
+- The LIST is paginated (LIST_PAGE objects a page, each parsed with orjson
+  and projected before the next is read); the watch resumes from the list's
+  resourceVersion. 410 Gone (an expired watch or continue token) relists.
+- A relist updates the live store in place (it marks what it saw, then drops
+  the rest), so there is never a second copy, and lookups keep being answered.
+- Workloads are not watched: only PG-2 reads one, once per PodGroup create,
+  and a job's controller creates its Workload a moment before its PodGroup, so
+  a watch would usually not have it yet either. One bounded GET each
+  (bench/README.md has the numbers).
 
 The event handling (`Store.apply`) is a pure function of the events the
 `kubernetes` client's Watch yields, so it is tested without any server; the
 informer threads around it are proven against a real API server in e2e."""
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from webhook import kinds
+from webhook.cluster import projection
 from webhook.cluster.view import ClusterUnavailable
 
 log = logging.getLogger("workload_webhook.cluster")
@@ -19,21 +36,50 @@ log = logging.getLogger("workload_webhook.cluster")
 RELIST = "relist"
 NAMESPACE_TTL = 30.0
 GONE = 410
-LIST_TIMEOUT = (5, 60)   # connect, read
+LIST_TIMEOUT = (5, 60)   # connect, read: per page
+LIST_PAGE = 2000     # objects per page: kube-apiserver's cost per page grows with the objects it holds
+LIST_DEADLINE = 900.0    # seconds for a whole LIST, pages included
+#: Pod mutation reads a PodGroup per Pod: watched. PG-2's Workloads: a GET per PodGroup create.
+WATCHED = (kinds.PODGROUP,)
 
 
 @dataclass
 class Store:
-    """Objects of one resource by (namespace, name), and where the watch is."""
-    objects: dict[tuple[str, str], dict] = field(default_factory=dict)
+    """Objects of one resource by "namespace/name", each packed (projection.pack)
+    as `project` keeps it, and where the watch is."""
+    objects: dict[str, bytes] = field(default_factory=dict)
     resource_version: str | None = None
     synced: bool = False
+    project: Callable[[Any], Any] = projection.whole
+    _seen: set[str] | None = field(default=None, repr=False)
 
-    def replace(self, items: list[dict], resource_version: str | None) -> None:
-        """The result of a LIST: the whole truth at that version."""
-        self.objects = {_key(o): o for o in items if isinstance(o, dict) and _key(o)[1]}
+    def begin(self) -> None:
+        """A LIST starts: what it does not list again is dropped at `finish`."""
+        self._seen = set() if self.objects else None
+
+    def add(self, items: list) -> None:
+        """One page of a LIST."""
+        for obj in items:
+            key = _key(obj)
+            if key is not None:
+                self.objects[key] = projection.pack(self.project(obj))
+                if self._seen is not None:
+                    self._seen.add(key)
+
+    def finish(self, resource_version: str | None) -> None:
+        """The LIST is complete: the whole truth at that version."""
+        if self._seen is not None:
+            for key in [k for k in self.objects if k not in self._seen]:
+                del self.objects[key]
+        self._seen = None
         self.resource_version = resource_version
         self.synced = True
+
+    def replace(self, items: list[dict], resource_version: str | None) -> None:
+        """A LIST in one page."""
+        self.begin()
+        self.add(items)
+        self.finish(resource_version)
 
     def apply(self, event: dict) -> str | None:
         """One watch event, shaped as kubernetes.watch.Watch.stream yields it
@@ -47,9 +93,11 @@ class Store:
             return RELIST         # 410 Gone or any other error: start over from a LIST
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         if kind in ("ADDED", "MODIFIED"):
-            self.objects[_key(obj)] = obj
+            self.add([obj])
         elif kind == "DELETED":
-            self.objects.pop(_key(obj), None)
+            key = _key(obj)
+            if key is not None:
+                self.objects.pop(key, None)
         elif kind != "BOOKMARK":
             return RELIST
         if rv:
@@ -57,25 +105,29 @@ class Store:
         return None
 
     def get(self, namespace: str, name: str) -> dict | None:
-        return self.objects.get((namespace, name))
+        packed = self.objects.get(f"{namespace}/{name}")
+        return projection.unpack(packed) if packed is not None else None
 
 
-def _key(obj: dict) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return meta.get("namespace") or "", meta.get("name") or ""
+def _key(obj: Any) -> str | None:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict) or not meta.get("name"):
+        return None
+    return f"{meta.get('namespace') or ''}/{meta['name']}"
 
 
 class Informer(threading.Thread):
-    """LIST then WATCH one resource forever, relisting on 410 or errors (with backoff)."""
+    """LIST (paginated) then WATCH one resource forever, relisting on 410 or errors (with backoff)."""
 
     def __init__(self, api, plural: str, versions: tuple[str, ...], watch_seconds: int = 300):
         super().__init__(name=f"informer-{plural}", daemon=True)
         self.api, self.plural, self.versions = api, plural, versions
         self.version: str | None = None
-        self.store = Store()
+        self.store = Store(project=projection.FOR_PLURAL.get(plural, projection.whole))
         self.watch_seconds = watch_seconds
         self._stop_event = threading.Event()
         self.relists = 0
+        self._restored: str | None = None
 
     def stop(self) -> None:
         self._stop_event.set()
@@ -93,11 +145,63 @@ class Informer(threading.Thread):
                     raise
         raise ClusterUnavailable(f"the cluster serves none of scheduling.k8s.io/{{{','.join(self.versions)}}} {self.plural}")
 
-    def _list(self) -> None:
-        result = self.api.list_cluster_custom_object(kinds.SCHEDULING, self.version, self.plural,
-                                                     _request_timeout=LIST_TIMEOUT)
-        self.store.replace(result.get("items") or [], (result.get("metadata") or {}).get("resourceVersion"))
+    def _page(self, token: str | None) -> dict:
+        """One page, its items already in the store; returns the page's metadata."""
+        resp = self.api.list_cluster_custom_object(kinds.SCHEDULING, self.version, self.plural, limit=LIST_PAGE,
+                                                   _continue=token, _preload_content=False,
+                                                   _request_timeout=LIST_TIMEOUT)
+        try:
+            data = resp.data
+        finally:
+            resp.release_conn()
+        # A page decodes to ~60 tracked containers per object, none of them in a cycle, and
+        # freed by reference counting once projected: the cyclic collector, triggered by
+        # their allocation, would walk them again and again (it tripled the LIST's CPU).
+        # Nothing here yields to another greenlet, so this pause is local to the page.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            page = projection.unpack(data)
+            if not isinstance(page, dict):
+                return {}
+            self.store.add(page.get("items") or [])
+            return page.get("metadata") or {}
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _list(self) -> str:
+        """Page by page into the live store; the watch resumes from the first page's
+        resourceVersion (every page of a LIST is read at that one version)."""
+        started = time.monotonic()
+        token, version, pages = None, None, 0
+        self.store.begin()
+        while True:
+            meta = self._page(token)
+            version = version or meta.get("resourceVersion")
+            pages += 1
+            token = meta.get("continue")
+            if self._stop_event.is_set():
+                raise ClusterUnavailable("stopped")   # a part of a LIST is not the truth: nothing dropped
+            if not token:
+                break
+            if time.monotonic() - started > LIST_DEADLINE:
+                raise ClusterUnavailable(f"listing {self.plural} took over {LIST_DEADLINE:g} s")
+        self.store.finish(version)
         self.relists += 1
+        return f"{len(self.store.objects)} objects in {pages} pages, {time.monotonic() - started:.2f} s, " \
+               f"at resourceVersion {version}"
+
+    def restore(self, version: str, resource_version: str, objects: dict[str, bytes]) -> None:
+        """Start from a LIST made elsewhere (webhook/cluster/snapshot.py): the watch resumes
+        from its resourceVersion, and a 410 relists as usual."""
+        self.version = version
+        self.store.objects = objects
+        self.store.finish(resource_version)
+        self._restored = f"{len(objects)} objects from the master's LIST, at resourceVersion {resource_version}"
+
+    def _synced(self, how: str) -> None:
+        log.info("%s synced: %s", self.plural, how)
         from webhook.metrics import CACHE_SYNCED
         CACHE_SYNCED.labels(self.plural).set(1)
 
@@ -107,9 +211,13 @@ class Informer(threading.Thread):
         backoff = 0.5
         while not self._stop_event.is_set():
             try:
-                if self.version is None:
-                    self.version = self._discover()
-                self._list()
+                if self._restored is not None:
+                    self._synced(self._restored)
+                    self._restored = None
+                else:
+                    if self.version is None:
+                        self.version = self._discover()
+                    self._synced(self._list())
                 backoff = 0.5
                 while not self._stop_event.is_set():
                     w = watch.Watch()
@@ -136,19 +244,24 @@ class Informer(threading.Thread):
 
 
 class ClusterCache:
-    """The server's ClusterView: answers from the watch caches, falls back to a
-    direct GET bounded by `timeout` on a miss, and raises ClusterUnavailable
-    (never blocks longer) when the API server does not answer."""
+    """The server's ClusterView: answers PodGroups from the watch cache and
+    Workloads with a GET; a miss falls back to a direct GET bounded by `timeout`,
+    and ClusterUnavailable is raised (never blocks longer) when the API server
+    does not answer."""
 
     authoritative = True
     disabled = False
 
-    def __init__(self, api_client, timeout: float = 2.0):
+    def __init__(self, api_client, timeout: float = 2.0, snapshot: dict | None = None):
+        """`snapshot`: the master's LIST (webhook/cluster/snapshot.py: restore()), to start from."""
         from kubernetes import client
         self.timeout = timeout
         self.api = client.CustomObjectsApi(api_client)
         self._namespaces: dict[str, tuple[float, dict | None]] = {}
-        self.informers = {k.plural: Informer(self.api, k.plural, k.versions) for k in kinds.CACHED}
+        self.informers = {k.plural: Informer(self.api, k.plural, k.versions) for k in WATCHED}
+        for plural, listed in (snapshot or {}).items():
+            if plural in self.informers:
+                self.informers[plural].restore(*listed)
 
     def start(self) -> "ClusterCache":
         for inf in self.informers.values():
@@ -163,31 +276,36 @@ class ClusterCache:
     def synced(self) -> dict[str, bool]:
         return {name: inf.store.synced for name, inf in self.informers.items()}
 
-    def _lookup(self, plural: str, namespace: str, name: str) -> dict | None:
+    def _lookup(self, kind: kinds.Kind, namespace: str, name: str) -> dict | None:
         from webhook.metrics import LOOKUPS
-        inf = self.informers[plural]
-        hit = inf.store.get(namespace, name)
-        if hit is not None:
-            LOOKUPS.labels(plural, "cache").inc()
-            return hit
+        inf = self.informers.get(kind.plural)
+        if inf is not None:
+            hit = inf.store.get(namespace, name)
+            if hit is not None:
+                LOOKUPS.labels(kind.plural, "cache").inc()
+                return hit
         try:
-            found = self._get(inf, namespace, name)
+            found = self._get(kind, namespace, name)
         except ClusterUnavailable:
-            LOOKUPS.labels(plural, "unavailable").inc()
+            LOOKUPS.labels(kind.plural, "unavailable").inc()
             raise
-        LOOKUPS.labels(plural, "api" if found is not None else "missing").inc()
+        LOOKUPS.labels(kind.plural, "api" if found is not None else "missing").inc()
         return found
 
-    def _get(self, inf: Informer, namespace: str, name: str) -> dict | None:
+    def _served_version(self, kind: kinds.Kind) -> tuple[str, ...]:
+        """The version the informers found served (one GET), else each of the kind's in turn."""
+        found = next((inf.version for inf in self.informers.values() if inf.version), None)
+        return (found,) if found in kind.versions else kind.versions
+
+    def _get(self, kind: kinds.Kind, namespace: str, name: str) -> dict | None:
         from kubernetes.client.rest import ApiException
-        versions = (inf.version,) if inf.version else inf.versions
         started = time.monotonic()
-        for version in versions:
+        for version in self._served_version(kind):
             left = self.timeout - (time.monotonic() - started)
             if left <= 0:
                 break
             try:
-                return self.api.get_namespaced_custom_object(kinds.SCHEDULING, version, namespace, inf.plural, name,
+                return self.api.get_namespaced_custom_object(kinds.SCHEDULING, version, namespace, kind.plural, name,
                                                              _request_timeout=left)
             except ApiException as exc:
                 if exc.status == 404:
@@ -226,10 +344,10 @@ class ClusterCache:
         return labels
 
     def podgroup(self, namespace: str, name: str) -> dict | None:
-        return self._lookup(kinds.PODGROUP.plural, namespace, name)
+        return self._lookup(kinds.PODGROUP, namespace, name)
 
     def workload(self, namespace: str, name: str) -> dict | None:
-        return self._lookup(kinds.WORKLOAD.plural, namespace, name)
+        return self._lookup(kinds.WORKLOAD, namespace, name)
 
 
 def api_client(mode: str, kubeconfig: str | None):
@@ -258,7 +376,7 @@ def api_client(mode: str, kubeconfig: str | None):
     return client.ApiClient(cfg)
 
 
-def connect(mode: str, kubeconfig: str | None, timeout: float):
+def connect(mode: str, kubeconfig: str | None, timeout: float, snapshot: dict | None = None):
     """A started ClusterCache, or None when there is no cluster configuration."""
     api = api_client(mode, kubeconfig)
-    return ClusterCache(api, timeout).start() if api is not None else None
+    return ClusterCache(api, timeout, snapshot).start() if api is not None else None

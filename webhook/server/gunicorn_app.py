@@ -56,8 +56,8 @@ class WebhookServer(BaseApplication):
             "limit_request_line": 8190,
             "limit_request_fields": 100,
         }
-        if self.launch.serving.sync is not None or self.launch.registrar is not None:
-            options["when_ready"] = self._start_master_loops
+        if s.cluster != "disabled" or self.launch.serving.sync is not None or self.launch.registrar is not None:
+            options["when_ready"] = self._when_ready
         if "control_socket_disable" in self.cfg.settings:   # gunicorn >= 25.1: no runtime control socket
             options["control_socket_disable"] = True
         if os.path.isdir("/dev/shm"):
@@ -65,12 +65,34 @@ class WebhookServer(BaseApplication):
         for key, value in options.items():
             self.cfg.set(key, value)
 
-    def _start_master_loops(self, server) -> None:
-        """The certificate sync and the registration live in the master: workers come and go."""
+    def _when_ready(self, server) -> None:
+        """In the master, before the first workers fork: one LIST of PodGroups they all
+        start from (webhook/cluster/snapshot.py), then the master's own loops."""
         import threading
         from webhook.server import logs
         s = self.launch.config.server
         logs.setup(s.logLevel, s.logFormat)
+        self.snapshot = None
+        if s.cluster != "disabled":
+            from webhook.cluster.snapshot import listed_once
+            self.snapshot = listed_once(s.cluster, self.launch.kubeconfig)
+            if self.snapshot is not None:
+                threading.Thread(target=self._drop_snapshot, args=(server,), name="snapshot", daemon=True).start()
+        if self.launch.serving.sync is not None or self.launch.registrar is not None:
+            self._start_master_loops()
+
+    def _drop_snapshot(self, server) -> None:
+        """Workers forked later (a restart) list by themselves: the master keeps nothing."""
+        import time
+        deadline = time.monotonic() + 120
+        while len(server.WORKERS) < server.num_workers and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)               # the last fork has returned in the master
+        self.snapshot = None
+
+    def _start_master_loops(self) -> None:
+        """The certificate sync and the registration live in the master: workers come and go."""
+        import threading
         if self.launch.serving.sync is not None:
             interval = self.launch.serving.check_interval
             threading.Thread(target=self.launch.serving.sync.run, args=(interval, threading.Event()),
@@ -88,8 +110,11 @@ class WebhookServer(BaseApplication):
         s = self.launch.config.server
         logs.setup(s.logLevel, s.logFormat)
         try:
-            view = connect(s.cluster, self.launch.kubeconfig, s.lookupTimeoutSeconds) or DisabledView()
+            from webhook.cluster.snapshot import restore
+            view = connect(s.cluster, self.launch.kubeconfig, s.lookupTimeoutSeconds,
+                           restore(getattr(self, "snapshot", None))) or DisabledView()
         except ClusterUnavailable:
             raise SystemExit(2)
+        self.snapshot = None          # this worker's inherited copy of the master's LIST: freed
         serving = self.launch.serving
         return create_app(State(self.launch.config, view, certs_loaded=serving.loaded, sync_stalled=serving.stalled))
