@@ -34,19 +34,25 @@ class Lister:
         self.page_size = page_size
         self.skipped: list[str] = []
 
-    def _preferred(self, group: str) -> str | None:
-        from kubernetes.client.rest import ApiException
+    def _served(self, group: str) -> tuple[str, ...]:
+        """The group's versions from discovery (GET /apis/GROUP), preferred first."""
+        import json
         try:
-            data = self.raw.call_api(f"/apis/{group}", "GET", response_type="object", auth_settings=["BearerToken"],
-                                     _return_http_data_only=True, _request_timeout=TIMEOUT)
-        except ApiException:
-            return None
-        return ((data or {}).get("preferredVersion") or {}).get("version")
+            request = self.raw.param_serialize("GET", f"/apis/{group}", header_params={"Accept": "application/json"},
+                                               auth_settings=["BearerToken"])
+            resp = self.raw.call_api(*request, _request_timeout=TIMEOUT)
+            data = json.loads(resp.read() or b"{}") if resp.status == 200 else {}
+        except Exception:               # not served, forbidden, unreachable: the resource is skipped and said so
+            return ()
+        data = data if isinstance(data, dict) else {}
+        preferred = (data.get("preferredVersion") or {}).get("version")
+        others = [v.get("version") for v in data.get("versions") or [] if isinstance(v, dict)]
+        return tuple(dict.fromkeys(v for v in (preferred, *others) if isinstance(v, str) and v))
 
     def version(self, res: Resource) -> str | None:
         """The first version of the resource the cluster serves."""
         from kubernetes.client.rest import ApiException
-        candidates = res.versions or tuple(v for v in (self._preferred(res.group),) if v)
+        candidates = res.versions or self._served(res.group)
         for v in candidates:
             try:
                 self.api.list_cluster_custom_object(res.group, v, res.plural, limit=1, _request_timeout=TIMEOUT)
