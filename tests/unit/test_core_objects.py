@@ -283,7 +283,7 @@ def test_WL_1_below_the_maximum_depth_only_declarative_rules_run():
     assert not any(t == "Duplicate" for t, _ in errors)
 
 
-def test_a_podgroup_whose_claims_no_label_joined_pod_can_reach_is_warned():
+def test_POD_4_a_podgroup_whose_claims_no_label_joined_pod_can_reach_is_warned():
     from tests.unit.helpers import check, podgroup
     long_name = "g" * 70
     pg = podgroup(long_name, resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t"}])
