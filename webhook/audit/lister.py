@@ -37,11 +37,10 @@ class Lister:
     def _served(self, group: str) -> tuple[str, ...]:
         """The group's versions from discovery (GET /apis/GROUP), preferred first."""
         import json
+        from webhook.cluster.cache import raw_get
         try:
-            request = self.raw.param_serialize("GET", f"/apis/{group}", header_params={"Accept": "application/json"},
-                                               auth_settings=["BearerToken"])
-            resp = self.raw.call_api(*request, _request_timeout=TIMEOUT)
-            data = json.loads(resp.read() or b"{}") if resp.status == 200 else {}
+            status, body = raw_get(self.raw, f"/apis/{group}", "application/json", TIMEOUT)
+            data = json.loads(body or b"{}") if status == 200 else {}
         except Exception:               # not served, forbidden, unreachable: the resource is skipped and said so
             return ()
         data = data if isinstance(data, dict) else {}

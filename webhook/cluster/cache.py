@@ -376,6 +376,13 @@ def api_client(mode: str, kubeconfig: str | None):
     return client.ApiClient(cfg)
 
 
+def raw_get(api, path: str, accept: str, timeout) -> tuple[int, bytes]:
+    """GET a path of the API server that no typed client covers (discovery, /metrics)."""
+    request = api.param_serialize("GET", path, header_params={"Accept": accept}, auth_settings=["BearerToken"])
+    resp = api.call_api(*request, _request_timeout=timeout)
+    return resp.status, resp.read() or b""
+
+
 def connect(mode: str, kubeconfig: str | None, timeout: float, snapshot: dict | None = None):
     """A started ClusterCache, or None when there is no cluster configuration."""
     api = api_client(mode, kubeconfig)

@@ -40,13 +40,11 @@ def from_metrics(text: str) -> dict[str, bool]:
 
 def read_cluster_gates(api, timeout: float = 10) -> dict[str, bool] | None:
     """The API server's gates, or None when its /metrics cannot be read."""
+    from webhook.cluster.cache import raw_get
     try:
-        request = api.param_serialize("GET", "/metrics", header_params={"Accept": "text/plain"},
-                                      auth_settings=["BearerToken"])
-        resp = api.call_api(*request, _request_timeout=timeout)
-        body = resp.read() or b""
-        if resp.status != 200:
-            raise RuntimeError(f"HTTP {resp.status}")
+        status, body = raw_get(api, "/metrics", "text/plain", timeout)
+        if status != 200:
+            raise RuntimeError(f"HTTP {status}")
     except Exception as exc:          # 403 without the RBAC rule, an unreachable server, ...
         log.info("the API server's /metrics is not readable (%s)", (str(exc).splitlines() or [""])[0][:200])
         return None
