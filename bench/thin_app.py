@@ -1,5 +1,6 @@
 """The thinnest Flask admission app, served by the very gunicorn settings of
-`workload-webhook serve` (same worker class, workers, TLS, keep-alive): the
+`workload-webhook serve` (same worker class, workers, TLS, keep-alive; every
+request through Flask): the
 in-run reference of bench/service_bench.py for what Flask itself costs.
 
     python bench/thin_app.py --port P --cert-dir DIR [--workers 2]
@@ -13,10 +14,6 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from gevent import monkey  # noqa: E402
-
-monkey.patch_all()          # as `serve` does, before gunicorn imports ssl
 
 from flask import Flask, Response, request  # noqa: E402
 
@@ -44,9 +41,21 @@ def thin_app() -> Flask:
     return app
 
 
+class FlaskOnly:
+    """What the worker serves (webhook.server.admit.Admission's shape), with every
+    request, admission POSTs included, going to the Flask app."""
+
+    def __init__(self, app: Flask, limit: int):
+        self.fallback, self.limit = app, limit
+
+    @staticmethod
+    def route(method: bytes, path: str):
+        return None
+
+
 class ThinServer(WebhookServer):
     def load(self):
-        return thin_app()
+        return FlaskOnly(thin_app(), self.launch.config.server.maxBodyBytes)
 
 
 def main() -> None:

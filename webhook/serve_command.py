@@ -48,10 +48,6 @@ def server_settings(cfg: config_mod.Config, args: argparse.Namespace, environ=No
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    # First, before anything imports ssl (gunicorn does): connections, the certificate
-    # sync and the watch caches' API calls become greenlets (webhook.server.worker).
-    from gevent import monkey
-    monkey.patch_all()
     import tempfile
     try:
         cfg = config_mod.load(args.config or os.environ.get(ENV_PREFIX + "CONFIG"))

@@ -181,7 +181,9 @@ def test_ADM_6_wrong_method_and_path(server):
 
 def test_tls_1_2_minimum_and_keep_alive(server):
     # A client that would speak TLS 1.0/1.1 (and accepts legacy ciphers, so only the
-    # server's floor can stop it) is refused by the server with a protocol-version alert.
+    # server's floor can stop it) is refused by the server (the event loop's TLS closes
+    # the connection without flushing OpenSSL's protocol-version alert, so the client
+    # may see either the alert or an EOF in the handshake).
     old = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     old.check_hostname, old.verify_mode = False, ssl.CERT_NONE
     old.set_ciphers("DEFAULT:@SECLEVEL=0")
@@ -191,7 +193,7 @@ def test_tls_1_2_minimum_and_keep_alive(server):
     with pytest.raises(ssl.SSLError) as refused:
         old.wrap_socket(raw, server_hostname="localhost")
     raw.close()
-    assert "VERSION" in str(refused.value).upper()
+    assert any(word in str(refused.value).upper() for word in ("VERSION", "EOF")), refused.value
     conn = server.connection(maximum_version=ssl.TLSVersion.TLSv1_2)
     conn.connect()
     assert conn.sock.version() == "TLSv1.2"

@@ -54,3 +54,34 @@ def test_ADM_7_POD_5_readiness_and_lookups_with_a_silent_api_server(tmp_path, si
         _, _, metrics = server.get("/metrics")
         assert 'workload_webhook_cluster_lookups_total{resource="podgroups",source="unavailable"} 1.0' in \
             metrics.decode()
+
+
+def test_a_lookup_waiting_for_the_api_server_holds_no_other_request(tmp_path, silent_apiserver):
+    """One worker: while a Pod's PodGroup lookup waits out its timeout (in the
+    worker's lookup pool), the event loop keeps answering other requests."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kubeconfig_to(f"https://127.0.0.1:{silent_apiserver}"))
+    with Server(str(tmp_path), workers=1, extra=["--cluster", "kubeconfig", "--kubeconfig", str(kubeconfig),
+                                                 "--lookup-timeout", "4"]) as server:
+        waited = {}
+
+        def slow() -> None:
+            started = time.monotonic()
+            status, review = server.review("/mutate", admission_request(pod({"scheduling.k8s.io/pod-group": "pg"})))
+            waited["seconds"], waited["review"] = time.monotonic() - started, review
+
+        thread = threading.Thread(target=slow)
+        thread.start()
+        time.sleep(0.5)                   # the lookup is under way
+        answered = []
+        for i in range(20):
+            started = time.monotonic()
+            status, review = server.review("/mutate", admission_request(pod({}), uid=f"plain-{i}"))
+            assert status == 200 and review["response"]["allowed"] is True
+            answered.append(time.monotonic() - started)
+            status, _, _ = server.get("/healthz")
+            assert status == 200
+        thread.join(30)
+    assert waited["seconds"] >= 3.5, waited                 # the slow one really waited for its lookup
+    assert any("not looked up" in w for w in waited["review"]["response"]["warnings"])
+    assert max(answered) < 2.0, answered                     # and nobody waited behind it

@@ -2,6 +2,7 @@
 only; the server plugs in a watch cache, the CLI a static set of objects."""
 from __future__ import annotations
 
+import threading
 from typing import Iterable, Protocol
 
 from webhook import kinds
@@ -9,6 +10,26 @@ from webhook import kinds
 
 class ClusterUnavailable(Exception):
     """The cluster could not be asked (unreachable, timed out, forbidden)."""
+
+
+class NeedsNetwork(Exception):
+    """A lookup would have to ask the API server, in a thread that must not
+    wait for it (the server's event loop: webhook/server/worker.py). The
+    caller judges the request again in a thread that may."""
+
+
+_thread = threading.local()
+
+
+def forbid_network_in_this_thread() -> None:
+    """From now on, a view's network call in this thread raises NeedsNetwork."""
+    _thread.no_network = True
+
+
+def network_call() -> None:
+    """Called by a view right before it asks the API server."""
+    if getattr(_thread, "no_network", False):
+        raise NeedsNetwork()
 
 
 class ClusterView(Protocol):

@@ -1,58 +1,59 @@
-"""The two admission routes (ADM-1..7) as a plain WSGI function in front of
-Flask: a Pod burst sends every Pod through here, and Flask's request context
-was 15 % of a worker's time in the profile (docs/architecture.md, "Design notes"). Health,
-readiness and metrics stay Flask routes. Every outcome is one response built
-here: 200 with the AdmissionReview, or 400/413 with a one-line reason."""
+"""The two admission routes (ADM-1..7), answered straight from the
+connection (webhook/server/connection.py) without WSGI or Flask: a Pod burst
+sends every Pod through here, and Flask's request context was 15 % of a
+worker's time in the profile (docs/architecture.md, "Design notes"). Health,
+readiness and metrics stay Flask routes (`fallback`, a WSGI app). Every
+outcome is one response built here: 200 with the AdmissionReview, or 400/413
+with a one-line reason."""
 from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 
 from webhook import engine, kinds, metrics
 from webhook.admission import review
+from webhook.cluster.view import NeedsNetwork
 from webhook.server import body as request_body
 from webhook.server.logs import bounded, request_fields
 
 log = logging.getLogger("workload_webhook.server")
 
 ROUTES = {"/validate": ("validate", engine.validate), "/mutate": ("mutate", engine.mutate)}
-STATUS = {200: "200 OK", 400: "400 Bad Request", 413: "413 Content Too Large"}
+Route = tuple[str, Callable[..., Any]]
 
 
 class Admission:
-    """WSGI: POST /validate and /mutate here, everything else to `fallback` (Flask)."""
+    """POST /validate and /mutate are answered by `answer`; everything else by
+    `fallback` (Flask, WSGI)."""
 
     def __init__(self, state, fallback: Callable):
         self.state, self.fallback = state, fallback
         cfg = state.config
+        self.limit = cfg.server.maxBodyBytes
         self.known = {k.kind for k in (*kinds.SCHEDULING_KINDS, kinds.POD)} | {t.kind for t in cfg.targets}
 
-    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        route = ROUTES.get(environ.get("PATH_INFO", ""))
-        if route is None or environ.get("REQUEST_METHOD") != "POST":
-            return self.fallback(environ, start_response)
-        status, payload, close = self.admit(route[0], route[1], environ)
-        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
-        if close:
-            headers.append(("Connection", "close"))
-        start_response(STATUS[status], headers)
-        return [payload]
+    @staticmethod
+    def route(method: bytes, path: str) -> Route | None:
+        return ROUTES.get(path) if method == b"POST" else None
 
     def _kind(self, req: engine.Request) -> str:
         """Metric labels only for kinds this service judges: hostile kinds must not grow the series."""
         return req.kind if req.kind in self.known else "other"
 
-    def admit(self, endpoint: str, judge: Callable[..., Any], environ: dict) -> tuple[int, bytes, bool]:
+    def answer(self, route: Route, raw: bytes | Exception, content_type: str | None) -> tuple[int, bytes, bool]:
+        """(status, body, close the connection). `raw` is the body, or the
+        request_body error that stopped reading it. Raises NeedsNetwork in a
+        thread that must not wait for the API server: nothing is recorded then,
+        the caller answers again from a thread that may."""
+        endpoint, judge = route
         started = time.perf_counter()
-        limit = self.state.config.server.maxBodyBytes
+        limit = self.limit
         try:
-            length = environ.get("CONTENT_LENGTH")
-            declared = int(length) if length and length.isdigit() else None
-            # gunicorn's own stream: chunked bodies decoded.
-            raw = request_body.read(environ["wsgi.input"], declared, limit)
-            parsed = review.parse(raw, environ.get("CONTENT_TYPE"))
+            if isinstance(raw, Exception):
+                raise raw
+            parsed = review.parse(raw, content_type)
         except request_body.TooLarge:
             metrics.REJECTED_INPUT.labels("too_large").inc()
             log.warning("refused: body over %d bytes", limit, extra={"endpoint": endpoint, "status": 413})
@@ -72,6 +73,8 @@ class Admission:
             outcome = "allowed" if verdict.allowed else "denied"
             if verdict.allowed and verdict.patch:
                 outcome = "patched"
+        except NeedsNetwork:
+            raise
         except Exception:
             log.exception("engine failed", extra={"uid": bounded(parsed.uid), "endpoint": endpoint,
                                                   "kind": bounded(req.kind)})

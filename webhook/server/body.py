@@ -1,4 +1,5 @@
-"""Reading an admission request's body within the size limit.
+"""A request's body, collected within the size limit as the parser hands it
+over (chunked bodies arrive decoded).
 
 Every object kube-apiserver can store must fit: the default limit holds two
 objects at its 3 MiB request limit (object and oldObject of an UPDATE) plus the
@@ -7,11 +8,6 @@ DRAIN_FACTOR times the limit) before the 413 is sent, so a client that is still
 sending can read the answer instead of a reset connection."""
 from __future__ import annotations
 
-from typing import BinaryIO
-
-from gunicorn.http.errors import ParseException
-
-CHUNK = 256 * 1024
 DRAIN_FACTOR = 4
 
 
@@ -32,28 +28,27 @@ class Unreadable(Exception):
         self.reason = reason
 
 
-def read(stream: BinaryIO, declared: int | None, limit: int) -> bytes:
-    """The whole body, at most `limit` bytes; raises TooLarge or Unreadable."""
-    try:
-        if declared is not None and declared > limit:
-            raise TooLarge(_drain(stream, DRAIN_FACTOR * limit))
-        body = stream.read(limit + 1) if declared is None else stream.read(declared)
-        if len(body) > limit:
-            raise TooLarge(_drain(stream, DRAIN_FACTOR * limit))
-        if declared is not None and len(body) < declared:
-            raise Unreadable(f"request body ended after {len(body)} of {declared} bytes")
-        return body
-    except (OSError, ParseException) as exc:   # bad chunk sizes and terminators, NoMoreData, timeouts, resets
-        text = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
-        raise Unreadable(f"request body could not be read: {text}") from None
+class Body:
+    """The parts of one body; past the limit only their count of bytes."""
 
+    __slots__ = ("limit", "size", "parts", "over")
 
-def _drain(stream: BinaryIO, budget: int) -> bool:
-    """Read and drop up to `budget` bytes; True when the body ended within it."""
-    total = 0
-    while total <= budget:
-        chunk = stream.read(CHUNK)
-        if not chunk:
-            return True
-        total += len(chunk)
-    return False
+    def __init__(self, limit: int, declared: int | None):
+        self.limit, self.size, self.parts = limit, 0, []
+        self.over = declared is not None and declared > limit
+
+    def feed(self, data: bytes) -> bool:
+        """Take a part; False once more than DRAIN_FACTOR × the limit came (stop reading)."""
+        self.size += len(data)
+        if not self.over:
+            if self.size > self.limit:
+                self.over, self.parts = True, []
+            else:
+                self.parts.append(data)
+        return self.size <= DRAIN_FACTOR * self.limit
+
+    def result(self, complete: bool = True) -> bytes | TooLarge:
+        """The whole body, or TooLarge (`complete`: the body was read to its end)."""
+        if self.over:
+            return TooLarge(drained=complete)
+        return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)

@@ -1,5 +1,5 @@
 """gunicorn, configured in code: TLS only (1.2+, forward-secret AEAD ciphers),
-the bounded gevent worker (webhook.server.worker) with HTTP keep-alive,
+the event-loop worker (webhook.server.worker) with HTTP keep-alive,
 certificates reloaded from disk by each worker without a restart, Prometheus
 multiprocess bookkeeping."""
 from __future__ import annotations

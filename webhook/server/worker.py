@@ -1,45 +1,52 @@
-"""The gunicorn worker: a connection costs a greenlet, not a thread.
+"""The gunicorn worker: one event loop (uvloop, on libuv) per worker process;
+a connection costs a protocol object, not a thread or a greenlet.
 
-gunicorn's gthread worker does the TLS handshake and reads the request head in
-a pool thread on a blocking socket. A handful of connections that stall there
-(a half ClientHello, a connection that finished TLS and sends nothing, a head
-sent byte by byte, or simply a connection Go's HTTP client in kube-apiserver
-dialled under load and parked idle in its pool) hold all 2x4 threads, and
-admission stops for everyone. Here every connection waits in its own greenlet
-(gevent), as a goroutine would in Go's net/http, and each phase is bounded:
+gunicorn stays the process manager (the master's one LIST before the fork,
+its certificate and registration loops, workers replaced when they die); what
+a worker does with its sockets is here and in webhook/server/connection.py.
+The Python HTTP stack was ~80 % of a Pod join's CPU under the gevent worker
+(gunicorn's parser and WSGI environ, gevent's loop and TLS wrapper); here the
+parsing is llhttp (httptools) and the TLS and socket work libuv's and
+OpenSSL's, so a Pod join costs about 0.12 ms of CPU instead of 0.32 ms
+(bench/README.md).
+
+Every phase of a connection is bounded, so stalled clients (a half
+ClientHello, a connection that finished TLS and sends nothing, a head sent
+byte by byte) cost a little memory each and hold nothing:
 
 - handshake: `server.handshakeTimeoutSeconds`
-- the head of the next request, kept-alive idle time included:
-  `server.idleTimeoutSeconds`
-- any single read or write after that (the body, the answer):
-  `server.idleTimeoutSeconds` + 5 s
+- head and idle time, body, unread answers: webhook/server/connection.py
+- at most `server.maxConnections` connections per worker; past that the
+  worker stops accepting (the kernel's listen queue holds the rest, the other
+  worker takes its share) until one closes.
 
 On SIGTERM a worker first accepts what already waits in the listen queue, so a
-connection the kernel accepted is answered, not reset; then it stops accepting
-and finishes what is in flight within gunicorn's graceful timeout.
-
-The Flask app runs unchanged; CPU work is one request at a time per worker, as
-it was under the GIL with threads. gevent's monkey patching must run before
-anything imports ssl, gunicorn included (the `serve` command does it first),
-so that the master's certificate sync, the workers' watch caches and their
-API lookups all cooperate with the event loop instead of blocking it.
+connection the kernel accepted is answered, not reset; then it stops accepting,
+closes its idle connections, and finishes what is in flight within gunicorn's
+graceful timeout.
 """
 from __future__ import annotations
 
+import asyncio
 import errno
-import socket
-import time
+import logging
+import os
+import signal
+import ssl
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 
-import gevent
-from gevent.pool import Pool
-from gevent.server import StreamServer
-from gunicorn import util
-from gunicorn.workers.base_async import AsyncWorker
-from gunicorn.workers.ggevent import GeventWorker
+import uvloop
+from gunicorn.workers.base import Worker
 
-IO_SLACK_SECONDS = 5.0
+from webhook.cluster import view
+from webhook.server.connection import Connection
+
+log = logging.getLogger("workload_webhook.server")
+
+#: Threads per worker for judgments that wait for the API server (bounded by its lookup timeout).
+LOOKUP_THREADS = 8
+CONNECTION_ERRORS = (OSError, ssl.SSLError, asyncio.TimeoutError, ValueError)
 
 
 @dataclass
@@ -52,115 +59,167 @@ class Limits:
 LIMITS = Limits()
 
 
-class BoundedWorker(GeventWorker):
-    """gunicorn's gevent worker with our TLS context (certificates reloaded
-    from disk) and bounded handshake, head and idle time."""
+class BoundedWorker(Worker):
+    """A gunicorn worker serving the admission app (webhook.server.admit) over
+    TLS with certificates reloaded from disk, on an event loop."""
 
     def init_process(self) -> None:
-        from webhook.certificates import files  # after monkey patching: the context is gevent's
+        from webhook.certificates import files
         self.tls = files.ReloadingContext(self.cfg.certfile, self.cfg.keyfile)
         super().init_process()
 
-    def timeout_ctx(self):
-        # Covers waiting for, and reading, the head of each request on a connection.
-        return gevent.Timeout(LIMITS.idle, False)
-
-    def handle(self, listener, client, addr) -> None:
-        from webhook import metrics
-        client.settimeout(LIMITS.handshake)
-        try:
-            conn = self.tls.get().wrap_socket(client, server_side=True, do_handshake_on_connect=False)
-            conn.do_handshake()
-        except (OSError, ValueError) as exc:      # stalled past the timeout, reset, not TLS at all
-            metrics.CONNECTIONS_DROPPED.labels("handshake").inc()
-            self.log.debug("TLS handshake with %s failed: %s", addr, exc)
-            util.close(client)
-            return
-        conn.settimeout(LIMITS.idle + IO_SLACK_SECONDS)
-        try:
-            AsyncWorker.handle(self, listener, conn, addr)
-        finally:
-            util.close(conn)
-
-    def handle_request(self, listener_name, req, sock, addr):
-        """One write per response: gunicorn sends the head and the body as two
-        writes (two TLS records); they leave together here."""
-        out = _OneWrite(sock)
-        try:
-            return super().handle_request(listener_name, req, out, addr)
-        finally:
-            out.flush()
-
     def run(self) -> None:
-        servers = []
-        for s in self.sockets:
-            s.setblocking(1)
-            server = StreamServer(s, handle=partial(self.handle, _Listener(s.getsockname())),
-                                  spawn=Pool(self.worker_connections))
-            if self.cfg.workers > 1:
-                server.max_accept = 1     # share the listen queue with the other workers
-            server.start()
-            servers.append(server)
+        loop = uvloop.new_event_loop()
+        asyncio.set_event_loop(loop)
+        loop.set_exception_handler(_connection_errors_quietly)
+        view.forbid_network_in_this_thread()      # the loop never waits for the API server
+        serving = Serving(self, loop)
+        try:
+            loop.run_until_complete(serving.run())
+        finally:
+            serving.pool.shutdown(wait=False, cancel_futures=True)
+            loop.close()
 
-        while self.alive:
-            self.notify()
-            gevent.sleep(1.0)
 
-        for listener, server in zip(self.sockets, servers):
-            self._accept_waiting(listener, _Listener(listener.getsockname()), server)
-            server.close()
-        deadline = time.monotonic() + self.cfg.graceful_timeout
-        while time.monotonic() < deadline and any(sv.pool.free_count() != sv.pool.size for sv in servers):
-            self.notify()
-            gevent.sleep(0.1)
-        for server in servers:
-            server.stop(timeout=1)
+class Serving:
+    """What a worker's connections share: the app, the limits, the lookup pool,
+    and the accounting that stops accepting at `server.maxConnections`."""
 
-    def _accept_waiting(self, listener: socket.socket, name: "_Listener", server: StreamServer) -> None:
-        """Take every connection already in the listen queue before closing it:
-        closing a listener resets what waits there."""
-        listener.setblocking(False)
-        while server.pool.free_count() > 0:
+    def __init__(self, worker: BoundedWorker, loop: asyncio.AbstractEventLoop):
+        self.worker, self.loop = worker, loop
+        self.admission = worker.wsgi                 # webhook.server.admit.Admission
+        self.idle = LIMITS.idle
+        self.port = worker.sockets[0].getsockname()[1]
+        self.pool = ThreadPoolExecutor(max_workers=LOOKUP_THREADS, thread_name_prefix="lookup")
+        self.connections: set[Connection] = set()
+        self.handshaking = 0
+        self.listeners = [s.sock for s in worker.sockets]
+        self.accepting = False
+        self.stopping = False
+        self.graceful = True
+        self.max_connections = worker.cfg.worker_connections
+        self.per_wakeup = 1 if worker.cfg.workers > 1 else 32   # share the listen queue with the other workers
+        self._wake = asyncio.Event()
+
+    # -- the life of the worker ---------------------------------------------
+
+    async def run(self) -> None:
+        for sig in (signal.SIGTERM,):
+            self.loop.add_signal_handler(sig, self._stop, True)
+        for sig in (signal.SIGINT, signal.SIGQUIT):
+            self.loop.add_signal_handler(sig, self._stop, False)
+        for sock in self.listeners:
+            sock.setblocking(False)
+        self._accept(True)
+        parent = self.worker.ppid
+        while self.worker.alive and not self.stopping:
+            self.worker.notify()
+            if os.getppid() != parent:
+                log.info("the master is gone; the worker stops")
+                break
             try:
-                client, addr = listener.accept()
-            except (BlockingIOError, TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), 1.0)
+            except asyncio.TimeoutError:
+                pass
+        await self._shutdown()
+
+    def _stop(self, graceful: bool) -> None:
+        self.worker.alive = False
+        self.stopping, self.graceful = True, graceful
+        self._wake.set()
+
+    async def _shutdown(self) -> None:
+        self.stopping = True
+        if self.graceful:
+            for sock in self.listeners:
+                self._take_waiting(sock)
+        self._accept(False)
+        for sock in self.listeners:
+            sock.close()
+        for conn in list(self.connections):
+            conn.shutdown()
+        deadline = self.loop.time() + (self.worker.cfg.graceful_timeout if self.graceful else 0)
+        while (self.connections or self.handshaking) and self.loop.time() < deadline:
+            self.worker.notify()
+            await asyncio.sleep(0.1)
+        for conn in list(self.connections):
+            conn.transport.abort()
+
+    # -- accepting ------------------------------------------------------------
+
+    @property
+    def count(self) -> int:
+        return len(self.connections) + self.handshaking
+
+    def _accept(self, on: bool) -> None:
+        if on == self.accepting or (on and self.stopping):
+            return
+        self.accepting = on
+        for sock in self.listeners:
+            if on:
+                self.loop.add_reader(sock.fileno(), self._readable, sock)
+            else:
+                self.loop.remove_reader(sock.fileno())
+
+    def _readable(self, sock) -> None:
+        for _ in range(self.per_wakeup):
+            if self.count >= self.max_connections:
+                self._accept(False)
                 return
-            except OSError as exc:
-                if exc.errno in (errno.ECONNABORTED, errno.EINTR):
-                    continue
+            if not self._accept_one(sock):
                 return
-            server.pool.spawn(self.handle, name, client, addr)
+
+    def _take_waiting(self, sock) -> None:
+        """Every connection already in the listen queue, before the listener closes
+        (closing it resets what waits there)."""
+        while self.count < self.max_connections and self._accept_one(sock):
+            pass
+
+    def _accept_one(self, sock) -> bool:
+        try:
+            client, _ = sock.accept()
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError as exc:
+            return exc.errno in (errno.ECONNABORTED, errno.EPROTO)   # that one went away; try the next
+        client.setblocking(False)
+        self.handshaking += 1
+        self.loop.create_task(self._handshake(client))
+        return True
+
+    async def _handshake(self, client) -> None:
+        from webhook import metrics
+        try:
+            await self.loop.connect_accepted_socket(lambda: Connection(self), client, ssl=self.worker.tls.get(),
+                                                    ssl_handshake_timeout=LIMITS.handshake)
+        except CONNECTION_ERRORS as exc:   # stalled past the timeout, reset, not TLS at all
+            metrics.CONNECTIONS_DROPPED.labels("handshake").inc()
+            log.debug("TLS handshake failed: %s", exc)
+            client.close()
+        finally:
+            self.handshaking -= 1
+            self._resume()
+
+    # -- connections ----------------------------------------------------------
+
+    def opened(self, conn: Connection) -> None:
+        self.connections.add(conn)
+        if self.stopping:
+            conn.close_after = True      # one answer, then close
+
+    def closed(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        self._resume()
+
+    def _resume(self) -> None:
+        if not self.accepting and not self.stopping and self.count < self.max_connections:
+            self._accept(True)
 
 
-class _OneWrite:
-    """The connection as gunicorn's response writer sees it: `sendall` writes
-    are kept until the response is complete, then sent at once. Everything else
-    is the socket's (`send` too: gunicorn sends `100 Continue` with it, which
-    must leave before the body is read)."""
-
-    def __init__(self, sock):
-        self._sock = sock
-        self._parts: list[bytes] = []
-
-    def sendall(self, data) -> None:
-        self._parts.append(bytes(data))
-
-    def flush(self) -> None:
-        if self._parts:
-            data, self._parts = b"".join(self._parts), []
-            self._sock.sendall(data)
-
-    def __getattr__(self, name):
-        return getattr(self._sock, name)
-
-
-class _Listener:
-    """What a connection's handler needs of its listener (its address), still
-    there after the listener is closed at shutdown."""
-
-    def __init__(self, address):
-        self.address = address
-
-    def getsockname(self):
-        return self.address
-
+def _connection_errors_quietly(loop, context) -> None:
+    """A peer that resets or sends garbage is not the service's error: one debug line, no traceback."""
+    exc = context.get("exception")
+    if isinstance(exc, CONNECTION_ERRORS):
+        log.debug("connection: %s (%s)", context.get("message"), exc)
+    else:
+        log.error("event loop: %s", context.get("message"), exc_info=exc)
