@@ -1,4 +1,4 @@
-"""Attacks on the real server (gunicorn + the bounded gevent worker, TLS):
+"""Attacks on the real server (gunicorn + the event-loop worker, TLS):
 stalled connections of every kind, hostile bodies, shutdown under load. All
 traffic goes to loopback; every loop is bounded in count and time."""
 from __future__ import annotations
