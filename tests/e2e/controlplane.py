@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import atexit
 import base64
-import ctypes
-import datetime
 import ipaddress
 import json
 import os
@@ -27,7 +25,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -36,12 +33,11 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
-from webhook.certificates.files import make_ca
+from tests.e2e.netns import urlopen_in
+from tests.e2e.pki import CertificateAuthority, _pem_key, _write
 
 LOOPBACK = "127.0.0.1"
 
@@ -84,96 +80,6 @@ rules:
 
 class ControlPlaneError(RuntimeError):
     """The control plane failed to start (message includes the log tail)."""
-
-
-# --------------------------------------------------------------------------- certs
-
-
-def _pem_cert(cert: x509.Certificate) -> bytes:
-    return cert.public_bytes(serialization.Encoding.PEM)
-
-
-def _pem_key(key) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
-def _write(path: Path, data: bytes, mode: int = 0o600) -> Path:
-    path.write_bytes(data)
-    os.chmod(path, mode)
-    return path
-
-
-class CertificateAuthority:
-    """A throw-away CA that signs server and client certificates (ECDSA P-256)."""
-
-    def __init__(self, common_name: str = "workload-webhook-e2e-ca") -> None:
-        # The same CA builder the product uses for its development certificates.
-        self.cert, self.key = make_ca(common_name, validity=datetime.timedelta(days=2))
-
-    @property
-    def cert_pem(self) -> bytes:
-        return _pem_cert(self.cert)
-
-    def issue(
-        self,
-        common_name: str,
-        *,
-        organizations: Iterable[str] = (),
-        dns_names: Iterable[str] = (),
-        ip_addresses: Iterable[str] = (),
-        server: bool = False,
-        client: bool = False,
-    ) -> tuple[bytes, bytes]:
-        """Return ``(cert_pem, key_pem)`` for a leaf certificate signed by this CA."""
-        key = ec.generate_private_key(ec.SECP256R1())
-        attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
-        attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
-        now = datetime.datetime.now(datetime.timezone.utc)
-        usages = []
-        if server:
-            usages.append(ExtendedKeyUsageOID.SERVER_AUTH)
-        if client:
-            usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name(attrs))
-            .issuer_name(self.cert.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    key_encipherment=False,
-                    key_cert_sign=False,
-                    crl_sign=False,
-                    content_commitment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()),
-                critical=False,
-            )
-        )
-        if usages:
-            builder = builder.add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-        sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
-        sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in ip_addresses]
-        if sans:
-            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        cert = builder.sign(self.key, hashes.SHA256())
-        return _pem_cert(cert), _pem_key(key)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -220,42 +126,6 @@ def _stop_process(proc: subprocess.Popen | None, grace: float) -> None:
         proc.wait(timeout=10)
     except ProcessLookupError:
         pass
-
-
-CLONE_NEWNET = 0x40000000
-
-
-def in_netns(netns: str | None, fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` in a thread of its own that first joins network namespace
-    ``/run/netns/<netns>`` (setns affects only the calling thread; sockets made there stay
-    in that namespace). ``netns=None``: just call it."""
-    if netns is None:
-        return fn(*args, **kwargs)
-    out: dict = {}
-
-    def run() -> None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            with open(f"/run/netns/{netns}") as f:
-                if libc.setns(f.fileno(), CLONE_NEWNET) != 0:
-                    raise OSError(ctypes.get_errno(), f"setns into network namespace {netns}")
-            out["value"] = fn(*args, **kwargs)
-        except BaseException as exc:  # handed to the caller's thread
-            out["error"] = exc
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join()
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
-
-
-def _urlopen(netns: str | None, url: str, **kwargs) -> tuple[int, bytes]:
-    def get() -> tuple[int, bytes]:
-        with urllib.request.urlopen(url, **kwargs) as r:
-            return r.status, r.read()
-    return in_netns(netns, get)
 
 
 _live: "weakref.WeakSet[ControlPlane]" = weakref.WeakSet()
@@ -572,7 +442,7 @@ class ControlPlane:
                     f"etcd exited with {self._etcd.returncode}; {self.etcd_log} tail:\n{_tail(self.etcd_log)}"
                 )
             try:
-                _, raw = _urlopen(self.netns, f"{self.etcd_url}/health", timeout=2)
+                _, raw = urlopen_in(self.netns, f"{self.etcd_url}/health", timeout=2)
                 body = json.loads(raw or b"{}")
                 if body.get("health") == "true":
                     return
@@ -643,7 +513,7 @@ class ControlPlane:
             if self._etcd.poll() is not None:
                 raise ControlPlaneError(f"etcd died; tail:\n{_tail(self.etcd_log)}")
             try:
-                status, _ = _urlopen(self.netns, f"{self.url}/readyz", timeout=5, context=ctx)
+                status, _ = urlopen_in(self.netns, f"{self.url}/readyz", timeout=5, context=ctx)
                 if status == 200:
                     return
                 last = f"HTTP {status}"

@@ -28,8 +28,9 @@ import time
 from pathlib import Path
 
 from tests.e2e import node_cleanup, node_files
-from tests.e2e.controlplane import (DEFAULT_FEATURE_GATES, SERVICE_CLUSTER_IP_RANGE, CertificateAuthority,
-                                    ControlPlane, ControlPlaneError, _tail, in_netns)
+from tests.e2e.controlplane import DEFAULT_FEATURE_GATES, SERVICE_CLUSTER_IP_RANGE, ControlPlane, ControlPlaneError, _tail
+from tests.e2e.netns import in_netns
+from tests.e2e.pki import CertificateAuthority
 from tests.e2e.node_files import BASE, NETNS
 from tests.e2e.rest import Api
 

@@ -30,7 +30,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from tests.e2e import summary
-from tests.e2e.controlplane import in_netns
+from tests.e2e.netns import in_netns
 from tests.e2e.node_files import NETNS
 from tests.e2e.test_chart import CHART, EVALJOB_TARGET, TRAINJOB_TARGET, AdmissionLoop
 from tests.e2e.test_chart_node import HOOK_KINDS, bad_trainjob, wait_for
