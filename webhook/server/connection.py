@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from concurrent.futures import Executor
+from typing import Protocol
 
 import httptools
 
@@ -29,9 +30,6 @@ from webhook.admission import review
 from webhook.cluster.view import NeedsNetwork
 from webhook.server import body as request_body
 from webhook.server import wsgi_call
-
-if TYPE_CHECKING:      # the worker that owns this connection
-    from webhook.server.worker import Serving
 
 log = logging.getLogger("workload_webhook.server")
 
@@ -44,6 +42,19 @@ REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 413: "Content Too La
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
+class Serving(Protocol):
+    """What a connection needs of the worker that owns it (webhook/server/worker.py)."""
+    loop: asyncio.AbstractEventLoop
+    admission: object           # webhook.server.admit.Admission
+    idle: float                 # server.idleTimeoutSeconds
+    port: int
+    pool: Executor              # for judgments that wait for the API server
+
+    def opened(self, conn: "Connection") -> None: ...
+
+    def closed(self, conn: "Connection") -> None: ...
+
+
 class Request:
     __slots__ = ("method", "url", "headers", "body", "keep_alive", "content_type")
 
@@ -53,7 +64,7 @@ class Request:
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, serving: "Serving"):
+    def __init__(self, serving: Serving):
         self.serving = serving
         self.loop = serving.loop
         self.parser = httptools.HttpRequestParser(self)
