@@ -205,6 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="file or directory (YAML, multi-document, or JSON); repeatable; - for stdin")
     v.add_argument("--old", action="append", metavar="PATH",
                    help="the stored objects: judge -f as an UPDATE of the object with the same kind/namespace/name")
+    v.add_argument("--crd", action="append", metavar="PATH",
+                   help="CustomResourceDefinitions (file or directory; repeatable): fields their schemas do not "
+                        "declare are errors, as kubectl's strict field validation says them")
     _config_args(v)
     v.add_argument("--fail-on", choices=("deny", "warn", "audit"), default="deny",
                    help="exit 1 on violations enforced at or above this action (enforcement config; default deny)")

@@ -2,14 +2,17 @@
 covers (a kind or version the config does not name, a manifest without
 apiVersion/kind) are counted and listed, never silently passed: a CRD's new
 version must not switch the gate off unnoticed (`--fail-on-skipped` makes them
-fail the run). An input with no object at all is an error."""
+fail the run). An input with no object at all is an error. With `--crd`, the
+fields beside the blocks are checked against the CRD's schema too
+(webhook/crd_fields.py), as kubectl's strict field validation does."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
-from webhook import engine, kinds, manifests
+from webhook import crd_fields, engine, kinds, manifests
 from webhook.cluster.view import StaticView
 from webhook.command_input import EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, label, load, load_config
 from webhook.config import Config
@@ -32,8 +35,37 @@ def skip_reason(obj: dict, cfg: Config) -> str:
     return f"no rules for {kind}.{group or 'core'}: not a target of the configuration"
 
 
+def crd_schemas(paths: list[str]) -> crd_fields.Schemas:
+    """The schemas of the CRDs in `paths`; anything else there is a usage error."""
+    docs, problems = load(paths)
+    schemas = crd_fields.Schemas()
+    why = [f"{p.file}: {p.message}" for p in problems]
+    for doc in docs:
+        reason = schemas.add_crd(doc.obj)
+        if reason:
+            kind, ident, _ = label(doc.obj)
+            why.append(f"{doc.file}: {kind} {ident}: {reason}")
+    if why or not schemas.by_version:
+        for line in why or [f"{', '.join(paths)}: no CustomResourceDefinition"]:
+            print(f"error: --crd {line}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+    return schemas
+
+
+def with_unknown_fields(verdict: Verdict, obj: dict, schemas: crd_fields.Schemas) -> Verdict:
+    """The verdict plus the fields the object's CRD does not declare (once: the
+    blocks' own schemas may have named some already)."""
+    schema = schemas.for_object(obj)
+    if schema is None:
+        return verdict
+    named = {str(e.field) for e in verdict.errors}
+    extra = [e for e in crd_fields.unknown_fields(obj, schema) if str(e.field) not in named]
+    return dataclasses.replace(verdict, errors=[*verdict.errors, *extra], checked=True)
+
+
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.profile)
+    schemas = crd_schemas(args.crd) if getattr(args, "crd", None) else None
     docs, problems = load(args.filename)
     old_docs, old_problems = load(args.old) if args.old else ([], [])
     problems += old_problems
@@ -47,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         old = olds.get(manifests.identity(doc.obj)) if args.old else None
         if isinstance(doc.obj, dict):
             verdict = engine.validate(engine.Request.for_object(doc.obj, old), cfg, view, scope="cli")
+            if schemas is not None:
+                verdict = with_unknown_fields(verdict, doc.obj, schemas)
         else:
             verdict = Verdict(errors=[invalid(ROOT, doc.obj, "a manifest must be an object")])
         results.append((doc, verdict, None if verdict.checked else skip_reason(doc.obj, cfg)))
