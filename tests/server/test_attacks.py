@@ -290,3 +290,18 @@ def test_sigterm_under_load_loses_no_accepted_connection(tmp_path):
     assert before > 10, "the load never got going"
     assert lost == [], (lost[:5], server.log()[-3000:])
     assert refused, "the server never stopped accepting"
+
+
+def test_at_max_connections_a_worker_stops_accepting_until_one_closes(tmp_path):
+    with Server(str(tmp_path), workers=1, extra=["--cluster", "disabled", "--max-connections", "10"]) as server:
+        held = [_tls(server) for _ in range(10)]         # ten connections, handshakes done, idle
+        queued = _tcp(server)                             # the kernel queues one more; the worker does not take it
+        queued.settimeout(1.5)
+        with pytest.raises((TimeoutError, socket.timeout)):
+            server.ssl_context().wrap_socket(queued, server_hostname="localhost")
+        queued.close()
+        held.pop().close()                                # one closes: the worker accepts again
+        status, _, body = server.get("/healthz")
+        assert status == 200 and json.loads(body) == {"status": "ok"}
+        for s in held:
+            s.close()
