@@ -262,6 +262,23 @@ def _peak_memory(node) -> str | None:
     return ", ".join(f"{m:.0f} MiB" for m in peaks) + f" (limit {limit})" if peaks else None
 
 
+def test_the_serving_pods_logged_no_error_and_no_traceback(release):
+    """After every test above: the serving Pods' logs (JSON lines, certificate sync,
+    registration, caches, admissions) hold no error, no traceback and no TLS record
+    error (the gevent worker's forked processes once shared a connection of the
+    master's and logged DECRYPTION_FAILED_OR_BAD_RECORD_MAC)."""
+    names = release.kubectl("get", "pods", "-n", NS, "-l", f"app.kubernetes.io/instance={RELEASE}", "-o",
+                            "jsonpath={.items[*].metadata.name}").stdout.split()
+    assert names
+    for name in names:
+        log = release.kubectl("logs", "-n", NS, name).stdout
+        assert "podgroups synced" in log, log[:2000]        # the log is the serving one
+        bad = [line for line in log.splitlines()
+               if any(mark in line for mark in ('"level":"error"', "[ERROR]", "Traceback", "BAD_RECORD_MAC",
+                                                "DECRYPTION_FAILED"))]
+        assert bad == [], f"{name}: {bad[:5]}"
+
+
 def test_uninstall_leaves_nothing_of_the_release(release):
     if peaks := _peak_memory(release):
         summary.add(f"real node chart: the serving Pods' peak memory after the tests: {peaks}")
