@@ -33,6 +33,7 @@ import logging
 import os
 import signal
 import ssl
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -46,6 +47,8 @@ log = logging.getLogger("workload_webhook.server")
 
 #: Threads per worker for judgments that wait for the API server (bounded by its lookup timeout).
 LOOKUP_THREADS = 8
+#: Seconds a stopping worker waits for the master to close its listeners first.
+MASTER_CLOSE_WAIT = 2.0
 CONNECTION_ERRORS = (OSError, ssl.SSLError, asyncio.TimeoutError, ValueError)
 
 
@@ -79,6 +82,14 @@ class BoundedWorker(Worker):
         finally:
             serving.pool.shutdown(wait=False, cancel_futures=True)
             loop.close()
+        # Every connection is answered or closed. Exit here rather than through the
+        # interpreter's shutdown: the watch caches' daemon threads may sit in a socket
+        # read, and finalizing around them aborted the process (SIGABRT).
+        self.log.info("Worker exiting (pid: %s)", self.pid)
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 class Serving:
@@ -131,6 +142,7 @@ class Serving:
     async def _shutdown(self) -> None:
         self.stopping = True
         if self.graceful:
+            await self._master_let_go()
             for sock in self.listeners:
                 self._take_waiting(sock)
         self._accept(False)
@@ -144,6 +156,28 @@ class Serving:
             await asyncio.sleep(0.1)
         for conn in list(self.connections):
             conn.transport.abort()
+
+    async def _master_let_go(self) -> None:
+        """Keep accepting until the master has closed its copy of the listeners.
+        The last process to close a listener resets what the kernel queued on it;
+        a SIGTERM sent to the whole process group (a terminal's, a test's) reaches
+        the workers before the master has closed its own, and connections queued
+        in between would be reset. gunicorn's master closes its listeners before it
+        signals the workers, so this returns at once when the master stopped them."""
+        ours = {os.fstat(sock.fileno()).st_ino for sock in self.listeners}
+        deadline = self.loop.time() + MASTER_CLOSE_WAIT
+        while self.loop.time() < deadline and os.getppid() == self.worker.ppid:
+            try:
+                held = {os.stat(f"/proc/{self.worker.ppid}/fd/{fd}").st_ino
+                        for fd in os.listdir(f"/proc/{self.worker.ppid}/fd")}
+            except FileNotFoundError:       # an fd closed while we looked: look again
+                continue
+            except OSError:                 # no /proc to read: give the master the whole wait
+                await asyncio.sleep(max(0.0, deadline - self.loop.time()))
+                return
+            if not ours & held:
+                return
+            await asyncio.sleep(0.005)
 
     # -- accepting ------------------------------------------------------------
 
