@@ -31,6 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tests.e2e.scale import family, memory_kib  # noqa: E402
 from tests.server.harness import REPO, Server, admission_request, free_port  # noqa: E402
 from tests.unit.helpers import pod, podgroup, template, trainjob, workload  # noqa: E402
 
@@ -73,7 +74,7 @@ def build_go() -> dict[str, str]:
 def tree_cpu_seconds(pid: int) -> float:
     """utime + stime of a process and its children that are alive now."""
     total, tick = 0.0, os.sysconf("SC_CLK_TCK")
-    for p in [pid] + children(pid):
+    for p in family(pid):
         try:
             with open(f"/proc/{p}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
@@ -83,25 +84,8 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
-def children(pid: int) -> list[int]:
-    out = []
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open(f"/proc/{p}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(p))
-            except OSError:
-                pass
-    return out
-
-
 def rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+    return memory_kib(pid)["rss"] / 1024
 
 
 class Proc:
