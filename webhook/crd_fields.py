@@ -37,8 +37,8 @@ class Schemas:
                 and str(crd.get("apiVersion", "")).startswith(CRD_GROUP + "/")):
             return "not an apiextensions.k8s.io CustomResourceDefinition"
         spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
-        group, kind = spec.get("group"), (spec.get("names") or {}).get("kind") if isinstance(spec.get("names"), dict) \
-            else None
+        names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+        group, kind = spec.get("group"), names.get("kind")
         if not isinstance(group, str) or not isinstance(kind, str):
             return "a CustomResourceDefinition without spec.group and spec.names.kind"
         taken = 0

@@ -174,16 +174,13 @@ def item_name(item: Any) -> str | None:
 #: list of N named items cost N² (a JobSet update with 4,000 replicatedJobs: 1.7 s).
 #: The list itself is held with its entry, so its id cannot be reused meanwhile.
 _NAME_INDEXES: dict[int, tuple[list, dict[str, int] | None]] = {}
-_INDEXED_FROM = 16          # shorter lists are searched directly
+_INDEXED_FROM = 16          # shorter lists are indexed afresh each time, not kept
 _INDEXES_KEPT = 4
 
 
 def _name_index(items: list) -> dict[str, int] | None:
-    if len(items) < _INDEXED_FROM:
-        if not any(item_name(o) is not None for o in items):
-            return None
-        return {n: j for j, n in reversed(list(enumerate(map(item_name, items)))) if n is not None}
-    hit = _NAME_INDEXES.get(id(items))
+    cached = len(items) >= _INDEXED_FROM
+    hit = _NAME_INDEXES.get(id(items)) if cached else None
     if hit is not None and hit[0] is items:
         return hit[1]
     index: dict[str, int] = {}
@@ -191,9 +188,10 @@ def _name_index(items: list) -> dict[str, int] | None:
         n = item_name(o)
         if n is not None and n not in index:
             index[n] = j
-    if len(_NAME_INDEXES) >= _INDEXES_KEPT:
-        _NAME_INDEXES.clear()
-    _NAME_INDEXES[id(items)] = (items, index or None)
+    if cached:
+        if len(_NAME_INDEXES) >= _INDEXES_KEPT:
+            _NAME_INDEXES.clear()
+        _NAME_INDEXES[id(items)] = (items, index or None)
     return index or None
 
 
