@@ -20,8 +20,9 @@ byte by byte) cost a little memory each and hold nothing:
   worker stops accepting (the kernel's listen queue holds the rest, the other
   worker takes its share) until one closes.
 
-On SIGTERM a worker first accepts what already waits in the listen queue, so a
-connection the kernel accepted is answered, not reset; then it stops accepting,
+On SIGTERM a worker waits until the master has closed its copy of the listeners,
+then accepts what already waits in the listen queue, so a connection the kernel
+accepted is answered, not reset; then it stops accepting,
 closes its idle connections, and finishes what is in flight within gunicorn's
 graceful timeout.
 """
