@@ -2,9 +2,10 @@
 diffing a deep copy of the whole object: a Pod with 50 containers costs what
 is added, not its size. The object itself is never changed.
 
-Each helper adds below a parent that may be missing or null: then one `add`
-creates the parent with everything that goes in it, otherwise one `add` per
-member (maps) or one `/-` append per item (lists), so what was there stays."""
+`Additions` finds the container of each addition in the object. Where a map or
+list on the way is missing (or null), one `add` creates it, and later additions
+below it go into that value; otherwise each member is one `add` (maps) and each
+item one `/-` append (lists), so what was there stays."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,26 +13,58 @@ from typing import Any
 
 def pointer(*segments: Any) -> str:
     """An RFC 6901 pointer (`~` and `/` escaped in keys)."""
-    return "".join("/" + str(s).replace("~", "~0").replace("/", "~1") for s in segments)
+    return "".join("/" + _escaped(s) for s in segments)
 
 
-def add_members(ops: list[dict], parent: Any, path: tuple, members: dict) -> None:
-    """Add `members` to the map at `path` (its current value `parent`, maybe missing or null)."""
-    if not members:
-        return
-    if not isinstance(parent, dict):
-        ops.append({"op": "add", "path": pointer(*path), "value": dict(members)})
-        return
-    for key, value in members.items():
-        ops.append({"op": "add", "path": pointer(*path, key), "value": value})
+def _escaped(segment: Any) -> str:
+    text = str(segment)
+    return text.replace("~", "~0").replace("/", "~1") if "~" in text or "/" in text else text
 
 
-def append_items(ops: list[dict], parent: Any, path: tuple, items: list) -> None:
-    """Append `items` to the list at `path` (its current value `parent`, maybe missing or null)."""
-    if not items:
-        return
-    if not isinstance(parent, list):
-        ops.append({"op": "add", "path": pointer(*path), "value": list(items)})
-        return
-    for item in items:
-        ops.append({"op": "add", "path": pointer(*path, "-"), "value": item})
+class Additions:
+    """The `add` operations that put members and items into `obj` at paths."""
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+        self.ops: list[dict] = []
+        # path -> (the container there, True when a value of `ops` creates it, its pointer)
+        self._known: dict[tuple, tuple[Any, bool, str]] = {(): (obj, False, "")}
+
+    def member(self, path: tuple, key: str, value: Any) -> None:
+        """Add `key: value` to the map at `path`."""
+        container, created, at = self._container(path, dict)
+        if created:
+            container[key] = value
+        else:
+            self.ops.append({"op": "add", "path": at + "/" + _escaped(key), "value": value})
+
+    def item(self, path: tuple, value: Any) -> None:
+        """Append `value` to the list at `path`."""
+        container, created, at = self._container(path, list)
+        if created:
+            container.append(value)
+        else:
+            self.ops.append({"op": "add", "path": at + "/-", "value": value})
+
+    def _container(self, path: tuple, kind: type) -> tuple[Any, bool, str]:
+        found = self._known.get(path)
+        if found is not None:
+            return found
+        segment = path[-1]
+        parent, created, at = self._container(path[:-1], list if isinstance(segment, int) else dict)
+        at += "/" + _escaped(segment)
+        if created:                         # inside a value this patch creates: no op of its own
+            node = parent[segment] = kind()
+        else:
+            node = parent.get(segment) if isinstance(parent, dict) else _item(parent, segment)
+            if not isinstance(node, kind):  # missing, null or another type: one add creates it
+                node, created = kind(), True
+                self.ops.append({"op": "add", "path": at, "value": node})
+        self._known[path] = found = (node, created, at)
+        return found
+
+
+def _item(node: Any, segment: Any) -> Any:
+    if isinstance(node, list) and isinstance(segment, int) and 0 <= segment < len(node):
+        return node[segment]
+    return None
