@@ -31,12 +31,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tests.e2e import scale  # noqa: E402
 from tests.e2e.scale import family, memory_kib  # noqa: E402
 from tests.server.harness import REPO, Server, admission_request, free_port  # noqa: E402
 from tests.unit.helpers import pod, podgroup, template, trainjob, workload  # noqa: E402
 
-CACHE = os.path.join(os.environ.get("WW_CACHE") or os.path.join(
-    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "workload-webhook"), "bench")
 CLAIMS = [{"name": f"c{i}", "resourceClaimTemplateName": f"t{i}"} for i in range(4)]
 
 
@@ -59,16 +58,7 @@ def bodies() -> dict[str, tuple[str, dict]]:
 
 
 def build_go() -> dict[str, str]:
-    out = {}
-    for name in ("loadgen", "refwebhook"):
-        target = os.path.join(CACHE, name)
-        src = os.path.join(REPO, "bench", "go", name, "main.go")
-        if not os.path.exists(target) or os.path.getmtime(target) < os.path.getmtime(src):
-            os.makedirs(CACHE, exist_ok=True)
-            subprocess.run(["go", "build", "-o", target, f"./{name}"], cwd=os.path.join(REPO, "bench", "go"),
-                           check=True)
-        out[name] = target
-    return out
+    return {name: scale.build_go(name) for name in ("loadgen", "refwebhook")}
 
 
 def tree_cpu_seconds(pid: int) -> float:

@@ -35,10 +35,13 @@ PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 def build_go(name: str) -> str:
-    """bench/go/<name> built once into the cache directory (outside git)."""
+    """bench/go/<name> built once into the cache directory (outside git), again when a
+    source of the module (its own or the shared webhookserver package) is newer."""
     target = os.path.join(CACHE, name)
-    src = os.path.join(REPO, "bench", "go", name, "main.go")
-    if not os.path.exists(target) or os.path.getmtime(target) < os.path.getmtime(src):
+    module = os.path.join(REPO, "bench", "go")
+    newest = max(os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(module) for f in files
+                 if f.endswith(".go") or f == "go.mod")
+    if not os.path.exists(target) or os.path.getmtime(target) < newest:
         os.makedirs(CACHE, exist_ok=True)
         subprocess.run(["go", "build", "-o", target, f"./{name}"], cwd=os.path.join(REPO, "bench", "go"),
                        check=True, timeout=600)

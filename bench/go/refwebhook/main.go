@@ -4,30 +4,11 @@
 package main
 
 import (
-	"crypto/tls"
-	"encoding/json"
 	"flag"
-	"log"
 	"net/http"
-	"time"
+
+	"workload-webhook/bench/webhookserver"
 )
-
-type review struct {
-	APIVersion string          `json:"apiVersion"`
-	Kind       string          `json:"kind"`
-	Request    *reviewRequest  `json:"request,omitempty"`
-	Response   *reviewResponse `json:"response,omitempty"`
-}
-
-type reviewRequest struct {
-	UID    string      `json:"uid"`
-	Object interface{} `json:"object"`
-}
-
-type reviewResponse struct {
-	UID     string `json:"uid"`
-	Allowed bool   `json:"allowed"`
-}
 
 func walk(v interface{}) int {
 	switch t := v.(type) {
@@ -49,22 +30,14 @@ func walk(v interface{}) int {
 }
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:0", "listen address (loopback)")
-	cert := flag.String("cert", "", "tls.crt")
-	key := flag.String("key", "", "tls.key")
+	server := webhookserver.ServerFlags()
 	flag.Parse()
-	handler := func(w http.ResponseWriter, r *http.Request) {
-		var in review
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 7<<20)).Decode(&in); err != nil || in.Request == nil {
-			http.Error(w, "bad review", http.StatusBadRequest)
+	server.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in := webhookserver.Decode[interface{}](w, r)
+		if in == nil {
 			return
 		}
-		walk(in.Request.Object)
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(review{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview",
-			Response: &reviewResponse{UID: in.Request.UID, Allowed: true}})
-	}
-	srv := &http.Server{Addr: *addr, Handler: http.HandlerFunc(handler), ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}}
-	log.Fatal(srv.ListenAndServeTLS(*cert, *key))
+		walk(in.Object)
+		webhookserver.Answer(w, webhookserver.Response{UID: in.UID, Allowed: true})
+	}))
 }
