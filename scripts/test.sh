@@ -25,6 +25,9 @@ if [[ "${CI:-}" == true || "${WW_SKIP_E2E:-0}" != 1 ]]; then
   setup hack/build-control-plane.sh "control-plane build"
   # kubeconform, for the target-schema tests.
   setup hack/build-kubeconform.sh "kubeconform build"
+  # The differential test's oracle: upstream's workloadbuilder and batch/v1 Job validation, from
+  # the module cache the control-plane build filled (~20 s once that build is cached).
+  setup hack/build-oracle.sh "oracle build"
   # The real node's runtime and images: containerd, runc, the CNI plugins, buildah and
   # debootstrap from Debian's packages; a debootstrap base, the pause image and the
   # webhook image from the Dockerfile, no registry (~3 min cold).
