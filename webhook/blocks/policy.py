@@ -29,16 +29,33 @@ def get_min_count(value: Any) -> Any:
     return (value.get(GANG) or {}).get("minCount") if isinstance(value, dict) else None
 
 
-def validate(value: dict | None, path: Path, mode: Mode, max_min_count: int | None = None) -> list[FieldError]:
+def validate(value: dict | None, path: Path, mode: Mode, max_min_count: int | None = None,
+             old: dict | None = None) -> list[FieldError]:
     """POL-1 union, POL-2 minCount. A missing policy is fine only in a CRD
-    (it resolves to basic); on Workload/PodGroup it is a required struct."""
+    (it resolves to basic); on Workload/PodGroup it is a required struct.
+    On update (`old`: the stored policy) each field ratchets as declarative
+    validation does: the union only when its members changed, `minCount` only
+    when it changed."""
     if value is None:
         return [] if mode.embedded else union({}, path, MEMBERS)
-    errors = union(value, path, MEMBERS)
-    if value.get(GANG) is not None:
-        errors += min_count(value[GANG].get("minCount"), path.child(GANG, "minCount"), mode,
+    errors = [] if old is not None and members_set(old) == members_set(value) else union(value, path, MEMBERS)
+    gang = value.get(GANG)
+    old_gang = old.get(GANG) if old is not None else None
+    if gang is not None and not (old_gang is not None and gang.get("minCount") == old_gang.get("minCount")):
+        errors += min_count(gang.get("minCount"), path.child(GANG, "minCount"), mode,
                             max_min_count, " (limits.maxMinCount)")
     return errors
+
+
+def members_set(value: Any) -> tuple[bool, ...]:
+    """Which of basic and gang are set (present and not null): what the union reads."""
+    return tuple(isinstance(value, dict) and value.get(m) is not None for m in MEMBERS)
+
+
+def set_once_errors(new: dict | None, old: dict | None, path: Path) -> list[FieldError]:
+    """An embedded policy cannot be added or removed on update (`+k8s:update=NoSet,NoUnset`).
+    That error short-circuits the policy's own rules (POL-1, POL-2), as declarative validation does."""
+    return check_no_set_no_unset(new, old, path)
 
 
 def validate_update(new: dict | None, old: dict | None, path: Path, mode: Mode) -> list[FieldError]:
@@ -48,12 +65,18 @@ def validate_update(new: dict | None, old: dict | None, path: Path, mode: Mode) 
         new, old = new or {}, old or {}
         return (check_immutable(new.get(BASIC), old.get(BASIC), path.child(BASIC))
                 + check_no_set_no_unset(new.get(GANG), old.get(GANG), path.child(GANG)))
-    errors = check_no_set_no_unset(new, old, path)
-    if errors:
+    errors = set_once_errors(new, old, path)
+    if errors or new is None or old is None:
         return errors
-    was, now = kind_of(old), kind_of(new)
-    if was and now and was != now:
+    # As a Job's validateJobSchedulingUpdate: the variant is whether `basic` is set, however
+    # well-formed either side is ({basic, gang} -> {gang} switches it too).
+    was, now = _variant_name(old), _variant_name(new)
+    if (old.get(BASIC) is not None) != (new.get(BASIC) is not None):
         # Where and how a Job reports it (batch validateJobSchedulingUpdate).
         return [invalid(path, None, f"the basic/gang policy variant is immutable after creation ({was} → {now}); "
                                     "only schedulingPolicy.gang.minCount may be updated")]
     return []
+
+
+def _variant_name(value: dict) -> str:
+    return " and ".join(m for m, on in zip(MEMBERS, members_set(value)) if on) or "no variant"

@@ -86,7 +86,8 @@ def block_errors(spec: dict, old: dict | None, path: Path, cfg: Config, leaf: bo
     pol_mod = policy if leaf else composite
     if changed(spec, old, "schedulingPolicy"):
         if leaf:
-            errors += policy.validate(spec.get("schedulingPolicy"), path.child("schedulingPolicy"), CORE, cfg.maxMinCount)
+            errors += policy.validate(spec.get("schedulingPolicy"), path.child("schedulingPolicy"), CORE, cfg.maxMinCount,
+                                      old=None if creating else old.get("schedulingPolicy"))
         else:
             errors += composite.validate(spec.get("schedulingPolicy"), path.child("schedulingPolicy"), CORE)
     if changed(spec, old, "schedulingConstraints"):

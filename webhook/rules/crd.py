@@ -141,9 +141,13 @@ def _validate_leaf(inst: Instance, sem: Semantics, cfg: Config) -> list[FieldErr
         held = by_rule(check_no_set_no_unset(inst.holder.value, inst.holder.old, inst.holder.path), "TGT-4")
         if held:
             return held
-    # Create-time rules; on update only for blocks that changed (ratcheting).
-    if pol and pol.ok and (not updating or pol.changed):
-        errors += policy.validate(pol.value, pol.path, mode, cfg.maxMinCount)
+    # Create-time rules; on update only what changed, field by field (ratcheting). A frozen
+    # policy added or removed gets only that error (reported below), as declarative validation's
+    # `+k8s:update=NoSet,NoUnset` short-circuits the policy's own rules.
+    added_or_removed = bool(updating and sem.frozenBlocks and pol and pol.ok
+                            and policy.set_once_errors(pol.value, pol.old, pol.path))
+    if pol and pol.ok and (not updating or pol.changed) and not added_or_removed:
+        errors += policy.validate(pol.value, pol.path, mode, cfg.maxMinCount, old=pol.old if updating else None)
     # Frozen blocks: on update only the change itself is reported (as DV's immutable does);
     # blocks that may change (frozenBlocks: false) are judged as on create when they changed.
     def judged(blk: Block | None) -> bool:
@@ -153,7 +157,7 @@ def _validate_leaf(inst: Instance, sem: Semantics, cfg: Config) -> list[FieldErr
     if judged(con):
         errors += constraints.validate(con.value, con.path, cfg.allowedTopologyKeys)
     if judged(clm):
-        errors += claims.validate(clm.value, clm.path)
+        errors += claims.validate(clm.value, clm.path, old=clm.old if updating else None)
     if cfg.forbidAllWithBasic and dis and dis.ok and (pol is None or pol.ok) \
             and (not updating or dis.changed or (pol is not None and pol.changed)):
         kind = (policy.kind_of(pol.value) if pol else None) or (sem.defaultPolicy if not (pol and pol.value) else None)
