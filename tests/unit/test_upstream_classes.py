@@ -139,3 +139,36 @@ def test_POL_4_crd_policy_added_on_update_is_reported_alone():
     new, old = trainjob({"schedulingPolicy": {"basic": {}, "gang": {}}}), trainjob({})
     assert [(str(e.field), e.detail) for e in check(new, old, cfg()).errors] == \
         [(f"{S}.schedulingPolicy", "field cannot be set once created")]
+
+
+# --- found by the differential test beyond the five --------------------------------------------
+def test_TGT_4_a_job_still_judges_min_count_and_DIS_2_when_scheduling_is_added():
+    # kube-apiserver: the set-once error short-circuits the blocks' declarative rules only; the Job's
+    # hand-written rules (minCount <= parallelism, all with basic) run on the new spec.
+    new = job({"schedulingPolicy": {"gang": {"minCount": 3}}, "disruptionMode": {"single": {}}}, parallelism=2)
+    assert judged(new, job(parallelism=2)) == {("Invalid", f"{JOB}.scheduling"),
+                                               ("Invalid", f"{JOB}.scheduling.schedulingPolicy.gang.minCount")}
+    new = job({"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}})
+    assert judged(new, job()) == {("Invalid", f"{JOB}.scheduling"), ("Invalid", f"{JOB}.scheduling.disruptionMode")}
+
+
+def test_CMP_1_a_composite_with_blocks_but_no_children():
+    # workloadbuilder refuses the call (a leaf root with composite blocks); any composite block counts.
+    gj = {"apiVersion": "jobs.example.com/v1", "kind": "GroupJob", "metadata": {"name": "gj", "namespace": "ml"},
+          "spec": {"scheduling": {"disruptionMode": {"single": {}}}, "replicatedJobs": []}}
+    from tests.unit.helpers import config
+    assert found(check(gj, None, config())) == {("Invalid", "spec.replicatedJobs")}
+
+
+def test_CLM_1_an_absent_claim_name_equals_an_empty_one():
+    claims = [{"resourceClaimName": "a"}, {"name": "gpu", "resourceClaimName": "b"}]
+    stored = trainjob({"resourceClaims": claims})
+    new = trainjob({"resourceClaims": [{"name": "", "resourceClaimName": "a"}, claims[1]]})
+    assert judged(new, stored) == set()
+
+
+def test_CLM_1_a_changed_list_over_the_limit_is_also_too_long():
+    five = [{"name": f"c{i}", "resourceClaimName": f"c{i}"} for i in range(5)]
+    new, old = job({"resourceClaims": five}), job({"resourceClaims": five[:4]})
+    assert judged(new, old) == {("Invalid", f"{JOB}.scheduling.resourceClaims"),
+                                ("TooMany", f"{JOB}.scheduling.resourceClaims")}

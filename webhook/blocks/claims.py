@@ -55,10 +55,11 @@ def _stored(claim: dict, old: list | None) -> dict | None:
 
 def _claim_errors(claim: dict, cpath: Path, stored: dict | None) -> list[FieldError]:
     def moved(k: str) -> bool:
-        return stored is None or claim.get(k) != stored.get(k)
+        return stored is None or not same(claim.get(k), stored.get(k))
+    name_moved = stored is None or (claim.get("name") or "") != (stored.get("name") or "")
     errors: list[FieldError] = []
     name = claim.get("name")
-    if moved("name"):
+    if name_moved:
         if not name:
             errors.append(required(cpath.child("name")))
         elif problem := formats.dns_label(name):

@@ -42,11 +42,17 @@ def variant(value: Any, members: tuple[str, ...]) -> str | None:
     return present[0] if len(present) == 1 else None
 
 
+# The blocks' string fields that are Go values, not pointers: absent and "" decode alike.
+_VALUE_STRINGS = ("name", "key")
+
+
 def norm(value: Any) -> Any:
-    """Semantic form for comparisons: absent == null, and an empty list == no list
-    (`omitempty` drops both on the wire). An empty object stays: `basic: {}` is set."""
+    """Semantic form for comparisons: absent == null, an empty list == no list
+    (`omitempty` drops both on the wire), and an absent claim name or topology
+    key == "" (Go's zero value). An empty object stays: `basic: {}` is set."""
     if isinstance(value, dict):
-        return {k: norm(v) for k, v in value.items() if v is not None and v != []}
+        return {k: norm(v) for k, v in value.items()
+                if v is not None and v != [] and not (v == "" and k in _VALUE_STRINGS)}
     if isinstance(value, list):
         return [norm(v) for v in value] or None
     return value

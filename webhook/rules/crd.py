@@ -136,22 +136,23 @@ def _validate_leaf(inst: Instance, sem: Semantics, cfg: Config) -> list[FieldErr
     mode = OBJECT_TYPES if sem.minCountRequired else EMBEDDED
     if sem.nonPositiveMinCountIsUnset and pol and pol.ok:
         pol = _positive_min_count(pol)
+    held: list[FieldError] = []
     if inst.updating and inst.holder is not None:
-        # `+k8s:update=NoSet,NoUnset` on the field holding the blocks: that error alone, as kube-apiserver.
+        # `+k8s:update=NoSet,NoUnset` on the field holding the blocks short-circuits the blocks' own
+        # rules, as in kube-apiserver; a Job's hand-written rules (POL-3, DIS-2 below) still run.
         held = by_rule(check_no_set_no_unset(inst.holder.value, inst.holder.old, inst.holder.path), "TGT-4")
-        if held:
-            return held
+        errors += held
     # Create-time rules; on update only what changed, field by field (ratcheting). A frozen
     # policy added or removed gets only that error (reported below), as declarative validation's
     # `+k8s:update=NoSet,NoUnset` short-circuits the policy's own rules.
     added_or_removed = bool(updating and sem.frozenBlocks and pol and pol.ok
                             and policy.set_once_errors(pol.value, pol.old, pol.path))
-    if pol and pol.ok and (not updating or pol.changed) and not added_or_removed:
+    if pol and pol.ok and (not updating or pol.changed) and not added_or_removed and not held:
         errors += policy.validate(pol.value, pol.path, mode, cfg.maxMinCount, old=pol.old if updating else None)
     # Frozen blocks: on update only the change itself is reported (as DV's immutable does);
     # blocks that may change (frozenBlocks: false) are judged as on create when they changed.
     def judged(blk: Block | None) -> bool:
-        return bool(blk and blk.ok and (not updating or (not sem.frozenBlocks and blk.changed)))
+        return bool(blk and blk.ok and not held and (not updating or (not sem.frozenBlocks and blk.changed)))
     if judged(dis):
         errors += disruption.validate(dis.value, dis.path)
     if judged(con):
@@ -172,7 +173,7 @@ def _validate_leaf(inst: Instance, sem: Semantics, cfg: Config) -> list[FieldErr
         if moved:
             errors += bounds.min_count_against_size(policy.get_min_count(pol.value), pol.path, sem.minCount,
                                                     inst.size, inst.size_name)
-    if updating and sem.frozenBlocks:
+    if updating and sem.frozenBlocks and not held:
         if pol and pol.ok:
             errors += policy.validate_update(pol.value, pol.old, pol.path, EMBEDDED)
         for blk, module in ((dis, disruption), (con, constraints), (clm, claims)):
@@ -213,9 +214,11 @@ def _validate_composite(obj: dict, old: dict | None, comp: CompositeGroup, cfg: 
     pol, dis, con = (blocks.get(k) for k in ("schedulingPolicy", "disruptionMode", "schedulingConstraints"))
     if pol.ok and not updating:
         errors += composite.validate(pol.value, pol.path, EMBEDDED)
-    if pol.ok and pol.value is not None and count is not None and (not updating or count != old_count):
-        errors += composite.validate_children(count, cpath)
-        if cfg.minCountWithinSize:
+    # CMP-1: a composite group (any of its blocks set) has at least one child; POL-3 bounds minGroupCount.
+    if count is not None and (not updating or count != old_count):
+        if any(b.ok and b.value is not None for b in blocks.values()):
+            errors += composite.validate_children(count, cpath)
+        if pol.ok and pol.value is not None and cfg.minCountWithinSize:
             errors += composite.validate_bound(pol.value, pol.path, count, cpath)
     if dis and dis.ok and not updating:
         errors += disruption.validate(dis.value, dis.path)
