@@ -127,7 +127,9 @@ func validateAsOperator(item func([]byte) (*workloadbuilder.WorkloadItem, error)
 	}).Validate(context.Background(), input), nil
 }
 
-func judgeLeaf(obj, old []byte) (field.ErrorList, error) { return validateAsOperator(leafItem, obj, old) }
+func judgeLeaf(obj, old []byte) (field.ErrorList, error) {
+	return validateAsOperator(leafItem, obj, old)
+}
 
 func judgeComposite(obj, old []byte) (field.ErrorList, error) {
 	return validateAsOperator(compositeItem, obj, old)

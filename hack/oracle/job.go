@@ -26,10 +26,18 @@ var jobLabels = map[string]string{"oracle": "job"}
 
 // versionedJob is the Job kube-apiserver would hold after decoding and defaulting: the case's
 // spec fields around a fixed valid Pod template and selector (no error outside spec.scheduling).
-func versionedJob(data []byte) (*batchv1.Job, error) {
+// On update (stored: the stored Job) the request is the stored Job with the case's `scheduling`
+// and `parallelism` put in, as a client's PUT of what it read (the defaulted completions stay).
+func versionedJob(data []byte, stored *batchv1.Job) (*batchv1.Job, error) {
 	var obj jobObject
 	if err := decode(data, &obj); err != nil {
 		return nil, err
+	}
+	if stored != nil {
+		job := stored.DeepCopy()
+		job.Spec.Scheduling, job.Spec.Parallelism = obj.Spec.Scheduling, obj.Spec.Parallelism
+		legacyscheme.Scheme.Default(job)
+		return job, nil
 	}
 	job := &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
@@ -58,28 +66,36 @@ func internalJob(v *batchv1.Job) (*batch.Job, error) {
 // judgeJob: kube-apiserver's two layers for a Job's spec, the generated declarative validation
 // of batch/v1 (gate WorkloadWithJob on) and the hand-written batch validation.
 func judgeJob(obj, old []byte) (field.ErrorList, error) {
-	newV, err := versionedJob(obj)
-	if err != nil {
-		return nil, err
-	}
-	newI, err := internalJob(newV)
-	if err != nil {
-		return nil, err
-	}
 	op := operation.Operation{Type: operation.Create, Options: map[string]bool{"WorkloadWithJob": true}}
 	spec := field.NewPath("spec")
 	opts := batchvalidation.JobValidationOptions{}
 	if old == nil {
+		newV, err := versionedJob(obj, nil)
+		if err != nil {
+			return nil, err
+		}
+		newI, err := internalJob(newV)
+		if err != nil {
+			return nil, err
+		}
 		errs := batchvalidation.ValidateJobSpec(&newI.Spec, nil, spec, opts.PodValidationOptions)
 		return append(errs, batchv1declarative.Validate_Job(context.Background(), op, nil, newV, nil)...), nil
 	}
-	oldV, err := versionedJob(old)
+	oldV, err := versionedJob(old, nil)
 	if err != nil {
 		return nil, fmt.Errorf("old object: %w", err)
 	}
 	oldI, err := internalJob(oldV)
 	if err != nil {
 		return nil, fmt.Errorf("old object: %w", err)
+	}
+	newV, err := versionedJob(obj, oldV)
+	if err != nil {
+		return nil, err
+	}
+	newI, err := internalJob(newV)
+	if err != nil {
+		return nil, err
 	}
 	op.Type = operation.Update
 	errs := batchvalidation.ValidateJobSpecUpdate(newI.Spec, oldI.Spec, spec, opts)
