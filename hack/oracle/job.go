@@ -55,12 +55,18 @@ func versionedJob(data []byte, stored *batchv1.Job) (*batchv1.Job, error) {
 	return job, nil
 }
 
-func internalJob(v *batchv1.Job) (*batch.Job, error) {
-	out := &batch.Job{}
-	if err := legacyscheme.Scheme.Convert(v, out, nil); err != nil {
-		return nil, fmt.Errorf("does not convert: %w", err)
+// jobs is the versioned Job kube-apiserver validates declaratively and its internal form, which the
+// hand-written validation reads.
+func jobs(data []byte, stored *batchv1.Job) (*batchv1.Job, *batch.Job, error) {
+	v, err := versionedJob(data, stored)
+	if err != nil {
+		return nil, nil, err
 	}
-	return out, nil
+	internal := &batch.Job{}
+	if err := legacyscheme.Scheme.Convert(v, internal, nil); err != nil {
+		return nil, nil, fmt.Errorf("does not convert: %w", err)
+	}
+	return v, internal, nil
 }
 
 // judgeJob: kube-apiserver's two layers for a Job's spec, the generated declarative validation
@@ -69,35 +75,24 @@ func judgeJob(obj, old []byte) (field.ErrorList, error) {
 	op := operation.Operation{Type: operation.Create, Options: map[string]bool{"WorkloadWithJob": true}}
 	spec := field.NewPath("spec")
 	opts := batchvalidation.JobValidationOptions{}
+	var oldV *batchv1.Job
+	var oldI *batch.Job
+	if old != nil {
+		var err error
+		if oldV, oldI, err = jobs(old, nil); err != nil {
+			return nil, fmt.Errorf("old object: %w", err)
+		}
+		op.Type = operation.Update
+	}
+	newV, newI, err := jobs(obj, oldV)
+	if err != nil {
+		return nil, err
+	}
+	var errs field.ErrorList
 	if old == nil {
-		newV, err := versionedJob(obj, nil)
-		if err != nil {
-			return nil, err
-		}
-		newI, err := internalJob(newV)
-		if err != nil {
-			return nil, err
-		}
-		errs := batchvalidation.ValidateJobSpec(&newI.Spec, nil, spec, opts.PodValidationOptions)
-		return append(errs, batchv1declarative.Validate_Job(context.Background(), op, nil, newV, nil)...), nil
+		errs = batchvalidation.ValidateJobSpec(&newI.Spec, nil, spec, opts.PodValidationOptions)
+	} else {
+		errs = batchvalidation.ValidateJobSpecUpdate(newI.Spec, oldI.Spec, spec, opts)
 	}
-	oldV, err := versionedJob(old, nil)
-	if err != nil {
-		return nil, fmt.Errorf("old object: %w", err)
-	}
-	oldI, err := internalJob(oldV)
-	if err != nil {
-		return nil, fmt.Errorf("old object: %w", err)
-	}
-	newV, err := versionedJob(obj, oldV)
-	if err != nil {
-		return nil, err
-	}
-	newI, err := internalJob(newV)
-	if err != nil {
-		return nil, err
-	}
-	op.Type = operation.Update
-	errs := batchvalidation.ValidateJobSpecUpdate(newI.Spec, oldI.Spec, spec, opts)
 	return append(errs, batchv1declarative.Validate_Job(context.Background(), op, nil, newV, oldV)...), nil
 }

@@ -71,6 +71,10 @@ CREATES: list[tuple[str, dict]] = [
     ("gang 0 with basic+all elsewhere", {**s(schedulingPolicy=GANG(0), disruptionMode=ALL), "parallelism": 1}),
     ("basic with single", s(schedulingPolicy=BASIC, disruptionMode=SINGLE)),
     ("gang 8 parallelism 8 single", {**s(schedulingPolicy=GANG(8), disruptionMode=SINGLE), "parallelism": 8}),
+    # Found by the differential test (tests/e2e/test_upstream_oracle.py):
+    ("claim reference \"\" is set", s(resourceClaims=[{**CLAIM, "resourceClaimName": ""}])),
+    ("claim template reference \"\" alone", s(resourceClaims=[{"name": "gpus", "resourceClaimTemplateName": ""}])),
+    # (Repeated claim names are not here: the JobSet CRD's list map refuses them before any webhook.)
 ]
 
 UPDATES: list[tuple[str, dict, dict]] = [
@@ -111,4 +115,10 @@ UPDATES: list[tuple[str, dict, dict]] = [
     ("minCount raised and parallelism raised together", {**s(schedulingPolicy=GANG(2)), "parallelism": 2},
      {**s(schedulingPolicy=GANG(6)), "parallelism": 6}),
     ("no scheduling, parallelism changed", {"parallelism": 2}, {"parallelism": 3}),
+    # Found by the differential test (tests/e2e/test_upstream_oracle.py):
+    ("policy added to empty scheduling with minCount 0", s(), s(schedulingPolicy=GANG(0))),
+    ("scheduling added with minCount over parallelism", {"parallelism": 2}, {**s(schedulingPolicy=GANG(3)), "parallelism": 2}),
+    ("scheduling added with all and basic", {}, s(schedulingPolicy=BASIC, disruptionMode=ALL)),
+    ("five claims replace one", s(resourceClaims=[CLAIM]),
+     s(resourceClaims=[{"name": f"c{i}", "resourceClaimName": f"c{i}"} for i in range(5)])),
 ]

@@ -40,7 +40,9 @@ CLAIM_A, CLAIM_B = {"name": "a", "resourceClaimName": "x"}, {"name": "b", "resou
 EXTRA_CREATES = [
     ("CLM-1 duplicates named at the later items", TJ({"resourceClaims": [CLAIM_A, CLAIM_B, {**CLAIM_B, "resourceClaimName": "z"},
                                                                           {**CLAIM_A, "resourceClaimName": "w"}]})),
-    ("CLM-1 an empty reference is unset", TJ({"resourceClaims": [{**CLAIM_A, "resourceClaimTemplateName": ""}]})),
+    ("CLM-1 an empty reference is set (and malformed)", TJ({"resourceClaims": [{**CLAIM_A, "resourceClaimTemplateName": ""}]})),
+    ("CLM-1 repeated empty and absent names", TJ({"resourceClaims": [{"name": "", "resourceClaimName": "x"},
+                                                                    {"resourceClaimName": "y"}]})),
     ("POL-2 minCount beyond int32", TJ({"schedulingPolicy": {"gang": {"minCount": 3000000000}}}, replicas=None)),
 ]
 EXTRA_UPDATES = [

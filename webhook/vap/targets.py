@@ -241,17 +241,18 @@ def _leaf(group: LeafGroup, cfg: Config) -> list[tuple[str, dict]]:
         out.append(each("'name' in c", ".name", "Required value"))
         out.append(each(f"!('name' in c) || !{LABEL}.validate(c['name']).hasValue()", ".name",
                         "Invalid value: must be a DNS label"))
-        def ref(r: str) -> str:          # an empty string is unset, as for the engine and kube-apiserver
-            return f"({_q(r)} in c && c[{_q(r)}] != '')"
+        def ref(r: str) -> str:          # present is set ("" too, then malformed), as for the engine and upstream
+            return f"({_q(r)} in c)"
         out.append(each(f"(({ref('resourceClaimName')} ? 1 : 0) + ({ref('resourceClaimTemplateName')} ? 1 : 0) == 1)", "",
                         "Invalid value: must specify exactly one of: `resourceClaimName`, `resourceClaimTemplateName`"))
         for r in ("resourceClaimName", "resourceClaimTemplateName"):
             out.append(each(f"!{ref(r)} || !{SUBDOMAIN}.validate(c[{_q(r)}]).hasValue()", f".{r}",
                             "Invalid value: must be a DNS subdomain"))
-        dup = f"'name' in c && size({L}.filter(d, 'name' in d && d['name'] == c['name'])) > 1"
+        def name(x: str) -> str:         # names as written: an absent one is "" (Go's zero value)
+            return f"('name' in {x} ? {x}['name'] : '')"
+        dup = f"size({L}.filter(d, {name('d')} == {name('c')})) > 1"
         # the first item whose name an earlier item already has (where the webhook reports the Duplicate)
-        second = (f"{L}.transformList(i, c, 'name' in c && {L}.exists(j, d, j < i && 'name' in d && "
-                  f"d['name'] == c['name']), i)[0]")
+        second = f"{L}.transformList(i, c, {L}.exists(j, d, j < i && {name('d')} == {name('c')}), i)[0]"
         out.append(_v("CLM-1", f"!{clean} || !{L}.exists(c, {dup})",
                       f"{_q(clm.text + '[')} + string({second}) + {_q(']: Duplicate value: claim names must be unique')}", ch))
     out += _updates(pol, dis, con, clm, sem, group)
