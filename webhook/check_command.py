@@ -52,15 +52,14 @@ def _denied(api, namespace: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.cluster.cache import api_client
-    from webhook.cluster.view import ClusterUnavailable
+    from webhook.cluster import credentials
     try:
-        api = api_client("auto", args.kubeconfig)
-    except ClusterUnavailable as exc:
+        api = credentials.api_client("auto", args.kubeconfig)
+    except credentials.CredentialsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if api is None:
-        print("error: no cluster configuration (in-cluster or --kubeconfig)", file=sys.stderr)
+        print(f"error: {credentials.no_cluster_message()}", file=sys.stderr)
         return EXIT_USAGE
     deadline = time.monotonic() + args.timeout
     problem = "not checked"

@@ -246,8 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--log-level", dest="log_level", choices=("debug", "info", "warning", "error"))
     sv.add_argument("--log-format", dest="log_format", choices=("json", "text"))
     sv.add_argument("--cluster", choices=("auto", "kubeconfig", "in-cluster", "disabled"),
-                    help="where the cluster view comes from; default auto (in-cluster, else kubeconfig, else none)")
-    sv.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig for --cluster kubeconfig/auto (env KUBECONFIG)")
+                    help="where the cluster view comes from; default auto: as kubectl (--kubeconfig, $KUBECONFIG, "
+                         "~/.kube/config, then in-cluster), else none")
+    sv.add_argument("--kubeconfig", metavar="FILE",
+                    help="kubeconfig for --cluster kubeconfig/auto (default: $KUBECONFIG, else ~/.kube/config)")
     sv.add_argument("--register", metavar="FILE",
                     help="register the webhook configurations in FILE once this Pod is ready and a ready endpoint of "
                          "--register-service (the chart's Service mode); revision from env WW_REGISTER_REVISION")
@@ -282,7 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("audit", help="judge the objects already in a cluster; optionally write policy reports")
     _config_args(a)
-    a.add_argument("--kubeconfig", metavar="FILE", help="default: in-cluster, else $KUBECONFIG / ~/.kube/config")
+    a.add_argument("--kubeconfig", metavar="FILE",
+                   help="default: $KUBECONFIG, else ~/.kube/config, else in-cluster (as kubectl)")
     a.add_argument("--report", action="store_true", help="write policy reports: one per namespace and a cluster report")
     a.add_argument("--report-format", choices=("openreports", "wgpolicy"), default="openreports")
     a.add_argument("--fail-on", choices=("deny", "warn", "audit", "never"), default="deny",
@@ -296,7 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "the chart's helm test")
     ck.add_argument("--name", default="workload-webhook", help="the webhook configurations' name")
     ck.add_argument("--namespace", default="default", help="where the probe PodGroup is dry-run (not the webhook's own)")
-    ck.add_argument("--kubeconfig", metavar="FILE", help="default: in-cluster, else $KUBECONFIG / ~/.kube/config")
+    ck.add_argument("--kubeconfig", metavar="FILE",
+                    help="default: $KUBECONFIG, else ~/.kube/config, else in-cluster (as kubectl)")
     ck.add_argument("--timeout", type=float, default=60, metavar="SECONDS", help="how long to wait; default 60")
     ck.set_defaults(func=cmd_check)
 

@@ -55,9 +55,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except config_mod.ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
-    cfg = _with_cluster_gates(cfg, settings, args.kubeconfig or os.environ.get("KUBECONFIG"))
+    # args.kubeconfig alone: $KUBECONFIG (a list, as kubectl reads it) is read by webhook.cluster.credentials
+    cfg = _with_cluster_gates(cfg, settings, args.kubeconfig)
+    if cfg is None:
+        return EXIT_USAGE
     from webhook.certificates.serving import provision
-    serving = provision(cfg, settings, args.kubeconfig or os.environ.get("KUBECONFIG"))
+    serving = provision(cfg, settings, args.kubeconfig)
     if serving is None:
         return EXIT_USAGE
     # Metrics of all workers add up through files in this directory (prometheus multiprocess mode);
@@ -75,7 +78,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from webhook.server.gunicorn_app import Launch, WebhookServer
     import dataclasses
     cfg = dataclasses.replace(cfg, server=settings)
-    WebhookServer(Launch(cfg, serving, kubeconfig=args.kubeconfig or os.environ.get("KUBECONFIG"),
+    WebhookServer(Launch(cfg, serving, kubeconfig=args.kubeconfig,
                          registrar=registrar)).run()
     return EXIT_OK
 
@@ -90,8 +93,7 @@ def _registrar(args, settings):
         print("error: --register needs --register-owner (the ClusterRole that owns the registration)", file=sys.stderr)
         return None
     try:
-        api = api_client("kubeconfig" if settings.cluster == "kubeconfig" else "auto",
-                         args.kubeconfig or os.environ.get("KUBECONFIG"))
+        api = api_client("kubeconfig" if settings.cluster == "kubeconfig" else "auto", args.kubeconfig)
         if api is None:
             raise ClusterUnavailable("--register needs a cluster (in-cluster or a kubeconfig)")
         return from_flags(api, args.register, args.register_owner, args.register_service, settings.port,
@@ -103,15 +105,17 @@ def _registrar(args, settings):
 
 def _with_cluster_gates(cfg, settings, kubeconfig: str | None):
     """Core objects are judged with the API server's own gates (webhook.cluster.gates);
-    the config's featureGates is for the offline CLI."""
+    the config's featureGates is for the offline CLI. None (and one line) when the
+    cluster configuration asked for is not usable: the workers would only fail on it."""
     import dataclasses
     from webhook.cluster.cache import api_client
     from webhook.cluster.gates import serving_gates
     from webhook.cluster.view import ClusterUnavailable
     try:
         api = api_client(settings.cluster, kubeconfig)
-    except ClusterUnavailable:
-        api = None                      # the workers report it and exit
+    except ClusterUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
     try:
         gates, how = serving_gates(api)
     finally:

@@ -15,14 +15,13 @@ EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
 
 def run(args, cfg) -> int:
-    from kubernetes.client.rest import ApiException
-
-    from webhook.cluster.cache import ClusterCache, api_client
-    from webhook.cluster.view import ClusterUnavailable
+    from webhook.cluster import credentials, failure
+    from webhook.cluster.cache import ClusterCache
+    api = None
     try:
-        api = api_client("kubeconfig" if args.kubeconfig else "auto", args.kubeconfig)
+        api = credentials.api_client("auto", args.kubeconfig)
         if api is None:
-            print("error: no cluster: give --kubeconfig, or run in a cluster", file=sys.stderr)
+            print(f"error: {credentials.no_cluster_message()}", file=sys.stderr)
             return EXIT_USAGE
         lister = lister_mod.Lister(api, page_size=args.page_size)
         view = ClusterCache(api, timeout=cfg.server.lookupTimeoutSeconds)   # GET on demand, no watch started
@@ -33,10 +32,13 @@ def run(args, cfg) -> int:
         outcome = judge_all(every_object(), cfg, view, args.max_results)
         outcome.skipped = lister.skipped
         written = reports.write(api, outcome, args.report_format) if args.report else []
-    except (ApiException, ClusterUnavailable, OSError) as exc:
-        reason = f"{exc.status} {exc.reason}" if isinstance(exc, ApiException) else str(exc)
-        print(f"error: the cluster could not be audited: {reason}", file=sys.stderr)
+    except failure.errors() as exc:      # no kubeconfig, unreachable, TLS, 401, 403: one line, never a traceback
+        print(f"error: the cluster could not be audited: {failure.line(failure.server_of(api), exc)}",
+              file=sys.stderr)
         return EXIT_USAGE
+    finally:
+        if api is not None:
+            api.close()
     _print(outcome, written, args.output)
     worst = outcome.worst()
     return EXIT_VIOLATION if fails(worst, args.fail_on) else EXIT_OK

@@ -354,29 +354,14 @@ class ClusterCache:
 
 
 def api_client(mode: str, kubeconfig: str | None):
-    """An ApiClient from the in-cluster config or a kubeconfig, or None when
-    mode is auto and there is neither. mode: auto | in-cluster | kubeconfig | disabled."""
-    if mode == "disabled":
-        return None
-    from kubernetes import client, config
-    from kubernetes.config.config_exception import ConfigException
-    cfg = client.Configuration()
-    try:
-        if mode in ("auto", "in-cluster"):
-            try:
-                config.load_incluster_config(client_configuration=cfg)
-                return client.ApiClient(cfg)
-            except ConfigException:
-                if mode == "in-cluster":
-                    raise
-        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-    except (ConfigException, OSError, TypeError) as exc:
-        if mode == "auto":
-            log.info("no cluster configuration (%s); pod mutation treats every PodGroup as missing", exc)
-            return None
-        raise ClusterUnavailable(f"cannot load the {mode} cluster configuration: {exc}") from None
-    cfg.retries = 0
-    return client.ApiClient(cfg)
+    """An ApiClient found as kubectl finds one (webhook/cluster/credentials.py), or None
+    when mode is auto and there is none. mode: auto | in-cluster | kubeconfig | disabled.
+    Raises ClusterUnavailable (one line) when the configuration asked for is not usable."""
+    from webhook.cluster import credentials
+    api = credentials.api_client(mode, kubeconfig)
+    if api is None and mode == "auto":
+        log.info("no cluster configuration; pod mutation treats every PodGroup as missing")
+    return api
 
 
 def raw_get(api, path: str, accept: str, timeout) -> tuple[int, bytes]:

@@ -1,5 +1,6 @@
 """The `explain` subcommand: arguments, then read -> build -> render.
-Exit codes: 0 shown, 1 the object could not be found or read, 2 usage."""
+Exit codes: 0 shown, 1 the object was not found, 2 usage, configuration or
+cluster errors (no kubeconfig, unreachable, TLS, 401, the object forbidden)."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,6 @@ import sys
 from webhook.command_input import profile as _profile
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
-SA_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 EPILOG = """examples:
   workload-webhook explain job/train -n ml
@@ -25,8 +25,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     e.add_argument("object", metavar="KIND/NAME", help="job/NAME, workload/NAME, podgroup/NAME, "
                                                        "compositepodgroup/NAME or a configured target KIND/NAME")
     e.add_argument("name", nargs="?", help="NAME, when KIND is given alone (kubectl style)")
-    e.add_argument("-n", "--namespace", help="default: the kubeconfig context's namespace, else default")
-    e.add_argument("--kubeconfig", metavar="FILE", help="default: in-cluster, else $KUBECONFIG / ~/.kube/config")
+    e.add_argument("-n", "--namespace", help="default: the kubeconfig context's namespace (in a Pod: its own), "
+                                               "else default")
+    e.add_argument("--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, else ~/.kube/config, else in-cluster")
     e.add_argument("--context", help="kubeconfig context")
     e.add_argument("--config", metavar="FILE", help="configuration file: its targets can be explained")
     e.add_argument("--profile", action="append", type=_profile, metavar="NAME",
@@ -45,27 +46,6 @@ def _split(args) -> tuple[str, str] | None:
         return args.object, args.name
     kind, sep, name = args.object.partition("/")
     return (kind, name) if sep and kind and name else None
-
-
-def _namespace(args) -> str:
-    if args.namespace:
-        return args.namespace
-    try:
-        from kubernetes import config
-        _, active = config.list_kube_config_contexts(config_file=args.kubeconfig)
-        if args.context:
-            contexts, _ = config.list_kube_config_contexts(config_file=args.kubeconfig)
-            active = next((c for c in contexts if c.get("name") == args.context), active)
-        ns = ((active or {}).get("context") or {}).get("namespace")
-        if ns:
-            return ns
-    except Exception:         # no kubeconfig (in-cluster), or an unreadable one: the next source
-        pass
-    try:
-        with open(SA_NAMESPACE, encoding="utf-8") as f:
-            return f.read().strip() or "default"
-    except OSError:
-        return "default"
 
 
 def _colour(choice: str) -> bool:
@@ -89,12 +69,20 @@ def run(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
     label = args.group_label or cfg.groupLabel
-    namespace = _namespace(args)
+    from webhook.cluster import credentials
     api = None
     try:
-        api = reader.api_client(args.kubeconfig, args.context)
+        found = credentials.find("auto", args.kubeconfig, args.context)
+        if found is None:
+            print(f"error: {credentials.no_cluster_message()}", file=sys.stderr)
+            return EXIT_USAGE
+        namespace = args.namespace or found.namespace or "default"
+        api = credentials.client(found)
         objects, problems = reader.read(api, which[0], which[1], namespace, reader.target_kinds(cfg))
         result = tree.build(objects, which[0], which[1], namespace, group_label=label)
+    except (credentials.CredentialsError, reader.ClusterError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except (reader.ReadError, tree.NotFound) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND

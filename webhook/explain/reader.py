@@ -4,7 +4,8 @@ CompositePodGroups, Pods, ResourceClaims and Events, page by page and bounded;
 and the cluster's MutatingWebhookConfigurations when the user may read them.
 
 Only GETs. What cannot be read (403, a resource the cluster does not serve) is
-said in `problems`, never fatal unless it is the asked object itself."""
+said in `problems`, never fatal unless it is the asked object itself. A server
+that cannot be asked at all (unreachable, TLS, 401) is a ClusterError."""
 from __future__ import annotations
 
 import json
@@ -20,7 +21,12 @@ SCHEDULING_VERSIONS = ("v1beta1", "v1alpha3")
 
 
 class ReadError(Exception):
-    """The asked object could not be read (the message says why)."""
+    """The asked object does not exist, or no configured kind names it (the message says why)."""
+
+
+class ClusterError(Exception):
+    """The API server could not be asked: unreachable, TLS, credentials refused (401), or
+    the asked object forbidden (403). One line, naming the server."""
 
 
 @dataclass(frozen=True)
@@ -47,25 +53,6 @@ def target_kinds(cfg) -> list[Kind]:
     return [Kind(t.kind, t.group, tuple(t.versions) or ("v1",), t.resource) for t in getattr(cfg, "targets", ())]
 
 
-def api_client(kubeconfig: str | None, context: str | None = None):
-    """An ApiClient from the in-cluster config, else the kubeconfig ($KUBECONFIG, ~/.kube/config)."""
-    from kubernetes import client, config
-    from kubernetes.config.config_exception import ConfigException
-    cfg = client.Configuration()
-    try:
-        if kubeconfig is None and context is None:
-            try:
-                config.load_incluster_config(client_configuration=cfg)
-                return client.ApiClient(cfg)
-            except ConfigException:
-                pass
-        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
-    except (ConfigException, OSError, TypeError) as exc:
-        raise ReadError(f"no cluster configuration: {exc}") from None
-    cfg.retries = 0
-    return client.ApiClient(cfg)
-
-
 def _path(kind: Kind, version: str, namespace: str | None, name: str | None = None) -> str:
     base = f"/api/{version}" if not kind.group else f"/apis/{kind.group}/{version}"
     ns = f"/namespaces/{quote(namespace, safe='')}" if namespace else ""
@@ -79,21 +66,32 @@ class Reader:
     _versions: dict[str, str | None] = field(default_factory=dict)
 
     def _get(self, path: str, query: dict | None = None) -> tuple[int, dict]:
+        """(status, the object or the error's Status); ClusterError when nothing answered or the
+        credentials were refused."""
         from kubernetes.client.rest import ApiException
+
+        from webhook.cluster import failure
         request = self.api.param_serialize("GET", path, query_params=list((query or {}).items()),
                                            header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
         try:
             resp = self.api.call_api(*request, _request_timeout=TIMEOUT)
             body = resp.read() or b"{}"
+            status = resp.status
         except ApiException as exc:
-            return exc.status or 0, {}
+            if not exc.status:            # the client's wrapping of a TLS failure
+                raise ClusterError(failure.line(failure.server_of(self.api), exc)) from None
+            body, status = exc.body or b"{}", exc.status
         except Exception as exc:       # unreachable, TLS, timeout: said once, as the cluster's problem
-            raise ReadError(f"the API server could not be read: {(str(exc).splitlines() or [''])[0][:200]}") from None
+            raise ClusterError(failure.line(failure.server_of(self.api), exc)) from None
+        if status == 401:                 # refused credentials: nothing else will be read either
+            raise ClusterError(failure.line(failure.server_of(self.api),
+                                            ApiException(status=401, reason="Unauthorized", body=body)))
         try:
             data = json.loads(body)
-        except ValueError:
+        except (TypeError, ValueError):
             data = {}
-        return resp.status, data if isinstance(data, dict) else {}
+        return status, data if isinstance(data, dict) else {}
+
 
     def version(self, kind: Kind, namespace: str) -> str | None:
         """The first of the kind's versions this cluster serves (a LIST of one item)."""
@@ -135,7 +133,9 @@ class Reader:
                 self.problems.append(f"{kind.plural}.{kind.group}: more than {MAX_ITEMS} in {namespace}: cut")
                 return items
 
-    def get(self, kind: Kind, namespace: str, name: str) -> dict | None:
+    def get(self, kind: Kind, namespace: str, name: str, asked: bool = False) -> dict | None:
+        """`asked`: the object explain was asked for, whose 403 is a ClusterError, not a note."""
+        from webhook.cluster import failure
         for v in kind.versions:
             status, obj = self._get(_path(kind, v, namespace, name))
             if status == 200:
@@ -143,6 +143,9 @@ class Reader:
                 obj.setdefault("kind", kind.kind)
                 return obj
             if status == 403:
+                if asked:
+                    why = obj.get("message") or f"{kind.kind} {namespace}/{name}"
+                    raise ClusterError(f"the API server {failure.server_of(self.api)}: 403 Forbidden: {why}"[:400])
                 self.problems.append(f"{kind.kind} {namespace}/{name}: forbidden (RBAC)")
                 return None
         return None
@@ -171,7 +174,7 @@ def _owner_refs(objs: list[dict]) -> list[tuple[str, str, str]]:
 
 def read(api, kind: str, name: str, namespace: str, targets: list[Kind] = ()) -> tuple[dict[str, list[dict]], list[str]]:
     """(objects for webhook.explain.tree.build, problems). Raises ReadError when the
-    asked object does not exist or cannot be read."""
+    asked object does not exist, ClusterError when the API server cannot be asked."""
     reader = Reader(api)
     known = {**BUILTIN, **{t.kind: t for t in targets}}
     lowered = {k.lower(): v for k, v in known.items()}
@@ -179,7 +182,7 @@ def read(api, kind: str, name: str, namespace: str, targets: list[Kind] = ()) ->
     if asked_kind is None:
         raise ReadError(f"unknown kind {kind!r}: one of job, workload, podgroup, compositepodgroup, or a configured "
                         "target (--config/--profile)")
-    asked = reader.get(asked_kind, namespace, name)
+    asked = reader.get(asked_kind, namespace, name, asked=True)
     if asked is None:
         why = "; ".join(reader.problems) or "not found"
         raise ReadError(f"{asked_kind.kind} {namespace}/{name}: {why}")
