@@ -11,6 +11,7 @@ from typing import Sequence
 import yaml
 
 from webhook import engine, explain
+from webhook.certs_command import ip_address
 from webhook.cluster.view import StaticView
 from webhook.command_input import (EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, label as _label, load as _load,
                                    load_config as _load_config, profile as _profile)
@@ -141,31 +142,46 @@ def _target_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_certs(args: argparse.Namespace) -> int:
-    from webhook.certificates import files as certs
-    if args.certs_command == "generate":
-        ca = certs.load_ca(args.ca_dir) if args.ca_dir else None
-        paths = certs.generate(args.out, dns_names=tuple(args.dns or certs.DEFAULT_DNS),
-                               ips=tuple(args.ip or certs.DEFAULT_IPS), ca=ca)
-        print(paths.ca_cert if ca is None else os.path.join(args.ca_dir, certs.CA_CERT))
-        return EXIT_OK
+    from webhook.certs_command import run
+    return run(args)
+
+
+def _webhook_url(text: str) -> str | None:
+    """Why --url is not https://HOST[:PORT] (the service adds /validate and /mutate), or None."""
+    from urllib.parse import urlsplit
     try:
-        print(certs.describe(args.file))
-    except (OSError, ValueError) as exc:
-        print(f"error: {args.file}: {exc}", file=sys.stderr)
-        return EXIT_VIOLATION
-    return EXIT_OK
+        url = urlsplit(text)
+        port = url.port
+    except ValueError as exc:
+        return str(exc)
+    if url.scheme != "https":
+        return "the API server calls webhooks over https only"
+    if "@" in url.netloc:
+        return "no user info"
+    if not url.hostname or url.netloc.endswith(":") or port == 0:
+        return "no host, or an empty or zero port"
+    if url.path not in ("", "/") or "?" in text or "#" in text:
+        return "no path, query or fragment: /validate and /mutate are added"
+    return None
 
 
 def cmd_webhook_configs(args: argparse.Namespace) -> int:
+    from webhook.certificates.pem import BundleError, read_bundle
     from webhook.registration import Endpoint, configurations
     cfg = _load_config(args.config)
     try:
-        with open(args.ca_bundle, "rb") as f:
-            ca = f.read()
+        ca = read_bundle(args.ca_bundle)
     except OSError as exc:
         print(f"error: {args.ca_bundle}: {exc.strerror}", file=sys.stderr)
         return EXIT_USAGE
+    except BundleError as exc:
+        print(f"error: --ca-bundle {args.ca_bundle}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if args.url:
+        wrong = _webhook_url(args.url)
+        if wrong:
+            print(f"error: --url {args.url}: give https://HOST[:PORT]: {wrong}", file=sys.stderr)
+            return EXIT_USAGE
         endpoint = Endpoint(ca, url=args.url)
     else:
         ns, _, name = (args.service or "").partition("/")
@@ -264,17 +280,25 @@ def build_parser() -> argparse.ArgumentParser:
     cg = csub.add_parser("generate", help="write ca.crt/ca.key and tls.crt/tls.key; prints the CA path")
     cg.add_argument("--out", required=True, metavar="DIR")
     cg.add_argument("--dns", action="append", metavar="NAME", help="SAN DNS name; repeatable")
-    cg.add_argument("--ip", action="append", metavar="ADDR", help="SAN IP address; repeatable")
+    cg.add_argument("--ip", action="append", type=ip_address, metavar="ADDR", help="SAN IP address; repeatable")
     cg.add_argument("--ca-dir", metavar="DIR", help="sign with the CA in DIR instead of a new one")
-    ci = csub.add_parser("inspect", help="print subject, issuer, validity and SANs")
+    cg.add_argument("--days", type=_at_least(1), default=90, metavar="N",
+                    help="the serving certificate's validity in days; default 90")
+    cg.add_argument("--ca-days", type=_at_least(1), default=None, metavar="N",
+                    help="a new CA's validity in days; default 365")
+    cg.add_argument("--force", action="store_true", help="replace certificates and keys already in --out")
+    ci = csub.add_parser("inspect", help="print each certificate's subject, issuer, validity (days left), key type, "
+                                         "SHA-256 fingerprint and SANs")
     ci.add_argument("file")
     c.set_defaults(func=cmd_certs)
 
     w = sub.add_parser("webhook-configs", help="print the Validating/MutatingWebhookConfiguration for this config")
     w.add_argument("--config", metavar="FILE")
-    w.add_argument("--ca-bundle", required=True, metavar="FILE", help="PEM CA that signed the serving certificate")
+    w.add_argument("--ca-bundle", required=True, metavar="FILE",
+                   help="the PEM CA certificate(s) that signed the serving certificate (certificates only)")
     where = w.add_mutually_exclusive_group(required=True)
-    where.add_argument("--url", help="https://HOST:PORT of a webhook outside the cluster")
+    where.add_argument("--url", help="https://HOST[:PORT] of a webhook outside the cluster (no path: the service "
+                                     "adds /validate and /mutate)")
     where.add_argument("--service", metavar="NAMESPACE/NAME", help="the webhook's Service")
     w.add_argument("--name", default="workload-webhook", help="name of both configurations")
     w.add_argument("--namespace", default="workload-webhook", help="the webhook's own namespace (never intercepted)")

@@ -33,9 +33,14 @@ def test_certs_inspect_of_a_broken_file_exits_1(tmp_path, capsys):
     assert "x.crt" in capsys.readouterr().err
 
 
+def _real_ca(tmp_path):
+    assert main(["certs", "generate", "--out", str(tmp_path / "pki")]) == 0
+    return tmp_path / "pki" / "ca.crt"
+
+
 def test_webhook_configs_for_a_service_and_for_a_url(tmp_path, capsys):
-    ca = tmp_path / "ca.crt"
-    ca.write_bytes(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    ca = _real_ca(tmp_path)
+    capsys.readouterr()
     assert main(["webhook-configs", "--ca-bundle", str(ca), "--service", "ww/workload-webhook",
                  "--config", "examples/config.yaml", "--pod-failure-policy", "Ignore"]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
@@ -52,8 +57,7 @@ def test_webhook_configs_for_a_service_and_for_a_url(tmp_path, capsys):
 
 def test_webhook_configs_usage_errors_exit_2(tmp_path, capsys):
     assert main(["webhook-configs", "--ca-bundle", str(tmp_path / "missing.crt"), "--url", "https://x"]) == 2
-    ca = tmp_path / "ca.crt"
-    ca.write_text("x")
+    ca = _real_ca(tmp_path)
     assert main(["webhook-configs", "--ca-bundle", str(ca), "--service", "no-slash"]) == 2
     assert "NAMESPACE/NAME" in capsys.readouterr().err
 

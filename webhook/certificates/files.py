@@ -94,20 +94,32 @@ def make_serving(ca_cert, ca_key, dns_names=DEFAULT_DNS, ips=DEFAULT_IPS, validi
     return cert, key
 
 
-def generate(out_dir: str, dns_names=DEFAULT_DNS, ips=DEFAULT_IPS, ca=None) -> Paths:
-    """Write ca.crt/ca.key (new unless `ca` is given) and tls.crt/tls.key into out_dir.
+CA_VALIDITY, SERVING_VALIDITY = dt.timedelta(days=365), dt.timedelta(days=90)
+
+
+def generate(out_dir: str, dns_names=DEFAULT_DNS, ips=DEFAULT_IPS, ca=None,
+             ca_validity: dt.timedelta = CA_VALIDITY, validity: dt.timedelta = SERVING_VALIDITY) -> Paths:
+    """Write ca.crt/ca.key (new unless `ca` is given) and tls.crt/tls.key into out_dir,
+    replacing what is there (`certs generate` asks `replaced` first).
     The key is written before the certificate, so a reloader that sees the new
     certificate always finds its key."""
     os.makedirs(out_dir, exist_ok=True)
     paths = Paths.in_dir(out_dir)
-    ca_cert, ca_key = ca or make_ca()
-    cert, key = make_serving(ca_cert, ca_key, tuple(dns_names), tuple(ips))
+    ca_cert, ca_key = ca or make_ca(validity=ca_validity)
+    cert, key = make_serving(ca_cert, ca_key, tuple(dns_names), tuple(ips), validity=validity)
     if ca is None:
         write_atomic(paths.ca_key, pem_key(ca_key), 0o600)
         write_atomic(paths.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
     write_atomic(paths.key, pem_key(key), 0o600)
     write_atomic(paths.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
     return paths
+
+
+def replaced(out_dir: str, new_ca: bool) -> list[str]:
+    """The files `generate` would replace in out_dir (the CA's only when it makes a new one)."""
+    paths = Paths.in_dir(out_dir)
+    names = (paths.ca_cert, paths.ca_key, paths.cert, paths.key) if new_ca else (paths.cert, paths.key)
+    return [p for p in names if os.path.lexists(p)]
 
 
 def load_ca(d: str):
@@ -126,20 +138,6 @@ def ensure(cert_dir: str) -> tuple[Paths, bool]:
     if os.path.exists(paths.cert) and os.path.exists(paths.key):
         return paths, False
     return generate(cert_dir), True
-
-
-def describe(path: str) -> str:
-    with open(path, "rb") as f:
-        cert = x509.load_pem_x509_certificate(f.read())
-    try:
-        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-        names = [str(v) for v in sans.get_values_for_type(x509.DNSName)] + \
-                [str(v) for v in sans.get_values_for_type(x509.IPAddress)]
-    except x509.ExtensionNotFound:
-        names = []
-    return (f"subject: {cert.subject.rfc4514_string()}\nissuer: {cert.issuer.rfc4514_string()}\n"
-            f"not before: {cert.not_valid_before_utc.isoformat()}\nnot after: {cert.not_valid_after_utc.isoformat()}\n"
-            f"SANs: {', '.join(names) or '-'}")
 
 
 class ReloadingContext:

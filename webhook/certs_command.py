@@ -1,0 +1,69 @@
+"""`workload-webhook certs`: `generate` a development CA and serving certificate
+(never over files already there without --force), `inspect` a certificate file.
+Exit codes: 0 done, 1 the file to inspect cannot be read, 2 usage."""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import ipaddress
+import os
+import sys
+
+EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE = 0, 1, 2
+
+
+def ip_address(text: str) -> str:
+    """argparse type of --ip."""
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an IP address: {text!r}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from webhook.certificates import pem
+    if args.certs_command == "generate":
+        return _certs_generate(args)
+    try:
+        print(pem.describe(args.file))
+    except (OSError, ValueError) as exc:        # unreadable; not PEM certificates (pem.BundleError)
+        print(f"error: {args.file}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    return EXIT_OK
+
+
+def _certs_generate(args: argparse.Namespace) -> int:
+    """A new CA and serving certificate, or a serving certificate from --ca-dir's CA; never
+    over files already there without --force (a replaced CA must be trusted anew everywhere)."""
+    from webhook.certificates import files as certs
+    ca = None
+    if args.ca_dir:
+        if args.ca_days is not None:
+            print("error: --ca-days is for a new CA: not with --ca-dir", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            ca = certs.load_ca(args.ca_dir)
+        except OSError as exc:
+            print(f"error: --ca-dir {args.ca_dir}: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except (ValueError, TypeError) as exc:       # not PEM, not a key, an encrypted key
+            print(f"error: --ca-dir {args.ca_dir}: the CA does not load: {(str(exc).splitlines() or [''])[0]}",
+                  file=sys.stderr)
+            return EXIT_USAGE
+    ca_validity = dt.timedelta(days=args.ca_days or certs.CA_VALIDITY.days)
+    validity = dt.timedelta(days=args.days)
+    ca_ends = ca[0].not_valid_after_utc if ca else dt.datetime.now(dt.timezone.utc) + ca_validity
+    if dt.datetime.now(dt.timezone.utc) + validity > ca_ends:
+        print(f"error: a serving certificate of {args.days} days would outlive its CA (valid until "
+              f"{ca_ends:%Y-%m-%d}): give fewer --days" + ("" if ca else " or more --ca-days"), file=sys.stderr)
+        return EXIT_USAGE
+    there = certs.replaced(args.out, new_ca=ca is None)
+    if there and not args.force:
+        print(f"error: {', '.join(there)} already exist{'s' if len(there) == 1 else ''}: give --force to replace "
+              "them" + (" (a new CA must then be trusted anew: every caBundle)" if ca is None else ""),
+              file=sys.stderr)
+        return EXIT_USAGE
+    paths = certs.generate(args.out, dns_names=tuple(args.dns or certs.DEFAULT_DNS),
+                           ips=tuple(args.ip or certs.DEFAULT_IPS), ca=ca, ca_validity=ca_validity, validity=validity)
+    print(paths.ca_cert if ca is None else os.path.join(args.ca_dir, certs.CA_CERT))
+    return EXIT_OK
