@@ -47,7 +47,7 @@ def _env(tmp_path, **extra):
     return {"HOME": str(tmp_path / "home"), **extra}
 
 
-def test_a_kubeconfig_in_KUBECONFIG_wins_over_the_pods_own_service_account(tmp_path, account, monkeypatch):
+def test_a_kubeconfig_in_KUBECONFIG_wins_over_the_pods_own_service_account(tmp_path, account):
     kc = _kubeconfig(tmp_path / "ci", ["target"], current="target", namespace="ml")
     env = _env(tmp_path, KUBECONFIG=kc, **IN_POD)
     found = find("auto", environ=env, account=account)

@@ -103,7 +103,8 @@ def _from_kubeconfig(kubeconfig: str | None, context: str | None, environ: Mappi
     chosen = next((c.value for c in contexts if c.value.get("name") == name), None)
     if chosen is None:
         raise CredentialsError(f"context {name!r} is not in {origin} ({', '.join(read)})")
-    namespace = (chosen.get("context") or {}).get("namespace") if isinstance(chosen.get("context"), dict) else None
+    spec = chosen.get("context")
+    namespace = spec.get("namespace") if isinstance(spec, dict) else None
     return Found("kubeconfig", tuple(read), name, namespace or None, merger)
 
 

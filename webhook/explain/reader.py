@@ -92,7 +92,6 @@ class Reader:
             data = {}
         return status, data if isinstance(data, dict) else {}
 
-
     def version(self, kind: Kind, namespace: str) -> str | None:
         """The first of the kind's versions this cluster serves (a LIST of one item)."""
         key = f"{kind.plural}.{kind.group}"
