@@ -91,9 +91,40 @@ def _at_least(low: int):
     return parse
 
 
+def _target_resources(args: argparse.Namespace, targets):
+    """The targets' resource names (--kubeconfig: discovery; --crd: the CRDs; else the config),
+    or None after saying which target has none (webhook.cluster.discovery)."""
+    from webhook.cluster.discovery import resources_from
+    from webhook.targets import UnknownResource
+    crds, problems = _load(args.crd) if args.crd else ([], [])
+    for p in problems:
+        print(f"{p.file}: error: {p.message}", file=sys.stderr)
+    if problems:
+        return None
+    try:
+        return resources_from(targets, crds, args.kubeconfig)
+    except UnknownResource as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+    except Exception as exc:         # an unreachable cluster, a refused discovery
+        print(f"error: --kubeconfig {args.kubeconfig}: {(str(exc).splitlines() or [type(exc).__name__])[0]}",
+              file=sys.stderr)
+    return None
+
+
+def _resource_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--crd", action="append", metavar="PATH",
+                   help="the targets' CustomResourceDefinitions (file or directory; repeatable): their plurals")
+    p.add_argument("--kubeconfig", metavar="FILE", help="ask this cluster's discovery for the targets' resources")
+
+
 def cmd_vap(args: argparse.Namespace) -> int:
     from webhook.vap.targets import export
-    out = export(_load_config(args.config, args.profile), args.name, tuple(sorted({"kube-system", args.namespace})))
+    cfg = _load_config(args.config, args.profile)
+    resources = _target_resources(args, cfg.targets)
+    if resources is None:
+        return EXIT_USAGE
+    out = export(cfg, args.name, tuple(sorted({"kube-system", args.namespace})), resources)
     for line in out.left:
         print(f"# left to the webhook: {line}")
     if args.helm_values:
@@ -169,6 +200,9 @@ def cmd_webhook_configs(args: argparse.Namespace) -> int:
     from webhook.certificates.pem import BundleError, read_bundle
     from webhook.registration import Endpoint, configurations
     cfg = _load_config(args.config)
+    resources = _target_resources(args, cfg.targets)
+    if resources is None:
+        return EXIT_USAGE
     try:
         ca = read_bundle(args.ca_bundle)
     except OSError as exc:
@@ -190,7 +224,8 @@ def cmd_webhook_configs(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         endpoint = Endpoint(ca, service_namespace=ns, service_name=name)
     yaml.safe_dump_all(configurations(cfg, endpoint, name=args.name, namespace=args.namespace,
-                                      pod_failure_policy=args.pod_failure_policy, timeout=args.timeout),
+                                      pod_failure_policy=args.pod_failure_policy, timeout=args.timeout,
+                                      failure_policy=args.failure_policy, resources=resources),
                        sys.stdout, sort_keys=False)
     return EXIT_OK
 
@@ -302,7 +337,10 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--service", metavar="NAMESPACE/NAME", help="the webhook's Service")
     w.add_argument("--name", default="workload-webhook", help="name of both configurations")
     w.add_argument("--namespace", default="workload-webhook", help="the webhook's own namespace (never intercepted)")
+    w.add_argument("--failure-policy", choices=("Fail", "Ignore"), default="Fail",
+                   help="the validating webhooks of Workloads, PodGroups, CompositePodGroups and targets")
     w.add_argument("--pod-failure-policy", choices=("Fail", "Ignore"), default="Fail")
+    _resource_args(w)
     w.add_argument("--timeout", type=int, default=5, choices=range(1, 31), metavar="SECONDS")
     w.set_defaults(func=cmd_webhook_configs)
 
@@ -335,6 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     vp.add_argument("--helm-values", action="store_true", help="print the chart's `vap` values instead")
     vp.add_argument("--mode", choices=("replace", "alongside"), default="alongside",
                     help="with --helm-values: replace stops the webhook validating the exported kinds")
+    _resource_args(vp)
     vp.set_defaults(func=cmd_vap)
 
     s = sub.add_parser("schemas", help="list the published JSON Schemas, or print one; --target: a target's schema")

@@ -1,6 +1,13 @@
-"""The kinds this service serves, written once: group, kind, plural, served
-versions (preferred first) and the subresources it judges. Read by the engine,
-the webhook registration, the audit, the watch cache and the cluster views."""
+"""The kinds this service serves, written once: group, kind, plural and served
+versions (preferred first). Read by the engine, the webhook registration, the
+audit, the watch cache and the cluster views.
+
+No status subresource is judged, so none is registered: kube-apiserver already
+validates what status writers write (a claim status naming a spec claim, PG-1;
+condition fields), and a status write refused while the webhook is down would stop
+kube-scheduler's PodGroup conditions and the ResourceClaim controller's
+`status.resourceClaimStatuses` on running gangs (docs/operations.md#the-webhook-is-down).
+A rule that needs a status would get a webhook of its own, failurePolicy Ignore."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,15 +21,14 @@ class Kind:
     kind: str
     plural: str
     versions: tuple[str, ...]
-    subresources: tuple[str, ...] = ()
 
     def matches(self, group: str, version: str, kind: str) -> bool:
         return group == self.group and kind == self.kind and version in self.versions
 
 
 WORKLOAD = Kind(SCHEDULING, "Workload", "workloads", ("v1beta1", "v1alpha3"))
-PODGROUP = Kind(SCHEDULING, "PodGroup", "podgroups", ("v1beta1", "v1alpha3"), ("status",))
-COMPOSITE_PODGROUP = Kind(SCHEDULING, "CompositePodGroup", "compositepodgroups", ("v1alpha3",), ("status",))
+PODGROUP = Kind(SCHEDULING, "PodGroup", "podgroups", ("v1beta1", "v1alpha3"))
+COMPOSITE_PODGROUP = Kind(SCHEDULING, "CompositePodGroup", "compositepodgroups", ("v1alpha3",))
 POD = Kind("", "Pod", "pods", ("v1",))
 
 SCHEDULING_KINDS = (WORKLOAD, PODGROUP, COMPOSITE_PODGROUP)
@@ -42,5 +48,5 @@ def is_pod(group: str, version: str, kind: str) -> bool:
 
 
 def scheduling_resources() -> list[str]:
-    """Plurals and judged subresources, as webhook rules name them."""
-    return [r for k in SCHEDULING_KINDS for r in (k.plural, *(f"{k.plural}/{s}" for s in k.subresources))]
+    """The plurals, as webhook rules name them: the objects, no subresource."""
+    return [k.plural for k in SCHEDULING_KINDS]

@@ -3,15 +3,23 @@ route exactly this service's objects to it: scheduling.k8s.io objects, every
 configured target CRD, and only the Pods that name a pod group (matchConditions),
 never in kube-system or the webhook's own namespace; plus, with
 `pods.validation: policy` (the default), the in-process policy that checks the
-final Pod (webhook.vap.pod_membership) instead of a validating webhook call."""
+final Pod (webhook.vap.pod_membership) instead of a validating webhook call.
+
+Only what a rule needs is sent, so a down webhook refuses only what it protects:
+object writes (failure policy `failure_policy`, default Fail), never a status
+subresource (webhook.kinds). A target's rule names the resource that serves its
+kind (`resources`: by discovery or a CRD, webhook.cluster.discovery); without
+them, the config must tell it (webhook.targets.offline_resources), never a guess."""
 from __future__ import annotations
 
 import base64
 import json
 from dataclasses import dataclass
+from typing import Mapping
 
 from webhook import kinds
 from webhook.config import Config
+from webhook.targets import UnknownResource, offline_resources
 from webhook.vap.pod_membership import policy_objects
 from webhook.vap.targets import export
 
@@ -53,29 +61,50 @@ def _common(name: str, endpoint: Endpoint, path: str, rules: list, failure: str,
                 {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(exclude)}]}}
 
 
-def target_rules(cfg: Config, operations: list[str], skip: frozenset[str] = frozenset()) -> list[dict]:
+def target_resources(cfg: Config, resources: Mapping[str, str] | None = None) -> Mapping[str, str]:
+    """Kind.group -> resource of every target: `resources` (discovery, CRDs), else the config's.
+    Raises UnknownResource naming each target without one."""
+    if resources is None:
+        return offline_resources(cfg.targets)
+    missing = [f"{t.key}: no resource resolved for it" for t in cfg.targets if t.key not in resources]
+    if missing:
+        raise UnknownResource(missing)
+    return resources
+
+
+def target_rules(cfg: Config, operations: list[str], skip: frozenset[str] = frozenset(),
+                 resources: Mapping[str, str] | None = None) -> list[dict]:
     """`skip`: targets (Kind.group) the exported policies judge entirely (vap replace)."""
-    return [{"apiGroups": [t.group], "apiVersions": list(t.versions) or ["*"], "resources": [t.resource],
-             "operations": operations, "scope": "*"} for t in cfg.targets if f"{t.kind}.{t.group}" not in skip]
+    names = target_resources(cfg, resources)
+    return [{"apiGroups": [t.group], "apiVersions": list(t.versions) or ["*"], "resources": [names[t.key]],
+             "operations": operations, "scope": "*"} for t in cfg.targets if t.key not in skip]
 
 
 def configurations(cfg: Config, endpoint: Endpoint, name: str = "workload-webhook", namespace: str = "workload-webhook",
-                   pod_failure_policy: str = "Fail", timeout: int = 5) -> list[dict]:
+                   pod_failure_policy: str = "Fail", timeout: int = 5, failure_policy: str = "Fail",
+                   resources: Mapping[str, str] | None = None) -> list[dict]:
+    """`failure_policy`: the validating webhooks of objects (scheduling kinds, targets);
+    `pod_failure_policy`: the Pod webhooks. Raises UnknownResource (see target_resources)."""
     exclude = sorted({"kube-system", namespace})
+    resources = target_resources(cfg, resources)
     pods = [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"], "scope": "Namespaced"}]
     scheduling = [{"apiGroups": [kinds.SCHEDULING], "apiVersions": list(kinds.SCHEDULING_VERSIONS),
                    "resources": kinds.scheduling_resources(), "operations": ["CREATE", "UPDATE"], "scope": "Namespaced"}]
-    validating = [_common(f"scheduling.validate.{SUFFIX}", endpoint, "/validate", scheduling, "Fail", exclude, timeout)]
+    validating = [_common(f"scheduling.validate.{SUFFIX}", endpoint, "/validate", scheduling, failure_policy, exclude,
+                          timeout)]
     mutating = []
-    exported = export(cfg, name, tuple(exclude)) if cfg.vap.enabled else None
+    exported = export(cfg, name, tuple(exclude), resources) if cfg.vap.enabled else None
     # replace: a target the policies judge entirely is no longer sent to /validate (still to /mutate).
     replaced = frozenset(exported.expressible) if exported and cfg.vap.mode == "replace" else frozenset()
-    if cfg.targets and target_rules(cfg, ["CREATE", "UPDATE"], replaced):
-        validating.append(_common(f"targets.validate.{SUFFIX}", endpoint, "/validate",
-                                  target_rules(cfg, ["CREATE", "UPDATE"], replaced), "Fail", exclude, timeout))
-    if cfg.targets:
-        mutating.append({**_common(f"targets.mutate.{SUFFIX}", endpoint, "/mutate", target_rules(cfg, ["CREATE"]),
-                                   "Fail", exclude, timeout), "reinvocationPolicy": "IfNeeded"})
+    validated = target_rules(cfg, ["CREATE", "UPDATE"], replaced, resources)
+    if validated:
+        validating.append(_common(f"targets.validate.{SUFFIX}", endpoint, "/validate", validated, failure_policy,
+                                  exclude, timeout))
+    # Only targets /mutate can change (DEF-1): a profile that defaults nothing is never refused by it.
+    mutated = target_rules(cfg, ["CREATE"], frozenset(t.key for t in cfg.targets if not t.mutates), resources)
+    if mutated:
+        mutating.append({**_common(f"targets.mutate.{SUFFIX}", endpoint, "/mutate", mutated, "Fail", exclude, timeout),
+                         "reinvocationPolicy": "IfNeeded"})
     pod_hook = {"matchConditions": [pod_match_condition(cfg)]}
     if cfg.podValidation == "webhook":
         validating.append({**_common(f"pods.validate.{SUFFIX}", endpoint, "/validate", pods, pod_failure_policy,

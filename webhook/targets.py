@@ -4,6 +4,7 @@ profile expands into): where its groups' blocks sit, what they mean
 parser of an entry."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from webhook.field import FieldError, Path, invalid
@@ -11,6 +12,61 @@ from webhook.paths import FieldPath, parse_into, within_fanout
 from webhook.semantics import Checks, Cond, Semantics, Size, parse_checks, parse_conditions, parse_semantics, parse_size
 
 BLOCK_KEYS = ("schedulingPolicy", "schedulingConstraints", "disruptionMode", "resourceClaims")
+
+# A CRD's plural is whatever its author wrote (controller-gen writes an English plural:
+# TrainingPolicy -> trainingpolicies), so "lowercase + s" is only trusted where every
+# pluralisation agrees; otherwise the plural comes from the cluster, a CRD, or the config.
+_DOUBTFUL_ENDINGS = ("s", "x", "z", "ch", "sh", "y", "o", "f", "fe", "um", "i")
+_IRREGULAR = ("person", "people", "child", "man", "men", "foot", "feet", "tooth", "teeth", "goose", "geese",
+              "mouse", "mice", "louse", "ox", "die", "data", "media", "criteria", "criterion", "phenomena",
+              "phenomenon", "sheep", "deer", "moose", "bison", "salmon", "trout", "swine", "cattle", "offspring",
+              "craft", "ware", "information", "equipment", "feedback", "traffic", "music", "evidence", "knowledge",
+              "research", "advice", "police")
+
+
+def obvious_plural(kind: str) -> str | None:
+    """The lowercase kind + "s", when no pluralisation could say otherwise; None when in doubt:
+    the kind's last word ends in an acronym or digit, in s, x, z, ch, sh, y, o, f, fe, um or i,
+    or in an irregular or uncountable word (person, child, man, data, sheep, ...)."""
+    last = re.search(r"[A-Z]?[a-z]+$", kind)
+    word = last.group(0).lower() if last else ""
+    if not word or word.endswith(_DOUBTFUL_ENDINGS) or word.endswith(_IRREGULAR):
+        return None
+    return kind.lower() + "s"
+
+
+class UnknownResource(ValueError):
+    """Targets without a resource name to register; `problems`: one line each."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+def offline_resources(targets) -> dict[str, str]:
+    """Kind.group -> resource from the config alone: `plural`, else the obvious plural.
+    Raises UnknownResource naming each target that needs `plural` (or a CRD, or the cluster)."""
+    out, problems = {}, []
+    for t in targets:
+        if t.known_resource:
+            out[t.key] = t.known_resource
+        else:
+            problems.append(f"{t.key}: give `plural` (or --crd, or --kubeconfig): the resource name of kind {t.kind} "
+                            "cannot be told from the kind (docs/configuration.md#plural)")
+    if problems:
+        raise UnknownResource(problems)
+    return out
+
+
+def guessed_plural(kind: str) -> str:
+    """kube's own last-resort guess (apimachinery's UnsafeGuessKindToResource): for reading
+    only, where a wrong name reads as "not served"; never for a registration."""
+    lower = kind.lower()
+    if lower.endswith("s"):
+        return lower + "es"
+    if lower.endswith("y"):
+        return lower[:-1] + "ies"
+    return lower + "s"
 
 
 @dataclass(frozen=True)
@@ -49,11 +105,33 @@ class Target:
     composite: CompositeGroup | None = None
     checks: Checks = field(default_factory=Checks)
     profile: str | None = None          # the shipped profile this target came from
+    #: The settings the entry writes, as config paths (`groups.size.sum`, `checks.exclusive`):
+    #: what the VAP export classifies (webhook.vap.targets).
+    written: frozenset[str] = field(default=frozenset(), compare=False)
+
+    @property
+    def key(self) -> str:
+        """Kind and group: how registration and the VAP export name a target."""
+        return f"{self.kind}.{self.group}"
+
+    @property
+    def known_resource(self) -> str | None:
+        """The resource name as the config alone tells it: `plural`, else the obvious plural;
+        None when only the cluster (discovery) or the CRD can tell."""
+        return self.plural or obvious_plural(self.kind)
 
     @property
     def resource(self) -> str:
-        """The resource name webhook rules use: `plural`, else the lowercase kind + "s"."""
-        return self.plural or self.kind.lower() + "s"
+        """A name to read with (audit, explain): `known_resource`, else kube's guess. Webhook
+        rules never use it: they take the resolved name (webhook.registration)."""
+        return self.known_resource or guessed_plural(self.kind)
+
+    @property
+    def mutates(self) -> bool:
+        """Whether /mutate can change its objects (DEF-1): a composite, or a group that defaults
+        `minCount`. Only those are sent to the mutating webhook, whose failure policy is Fail."""
+        return self.composite is not None or any(
+            g.semantics.defaultMinCount and g.semantics.minCount != "unset" for g in self.groups)
 
     def matches(self, group: str, version: str, kind: str) -> bool:
         return group == self.group and kind == self.kind and (not self.versions or version in self.versions)
@@ -155,4 +233,22 @@ def parse_target(t: dict, tpath: Path, errors: list[FieldError]) -> Target:
     _check_checks(checks, tpath.child("checks"), errors)
     return Target(group=t["group"], kind=t["kind"], versions=tuple(t.get("versions") or ()),
                   plural=t.get("plural"), groups=tuple(groups), composite=composite, checks=checks,
-                  profile=t.get("profile"))
+                  profile=t.get("profile"), written=written_settings(t))
+
+
+def written_settings(t: dict) -> frozenset[str]:
+    """`groups.size.path`, `composite.children`, ...: every setting an entry writes, one level
+    into its groups, composite, checks and the object form of a group's size."""
+    out = set()
+    for k, v in t.items():
+        if k == "groups":
+            for g in v or []:
+                for gk, gv in g.items():
+                    out.add(f"groups.{gk}")
+                    if gk == "size" and isinstance(gv, dict):
+                        out.update(f"groups.size.{sk}" for sk in gv)
+        elif k in ("composite", "checks") and isinstance(v, dict) and v:
+            out.update(f"{k}.{sub}" for sub in v)
+        else:
+            out.add(k)
+    return frozenset(out)

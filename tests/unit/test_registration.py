@@ -48,3 +48,57 @@ def test_unknown_pod_validation_mode_is_a_config_error():
         assert "pods.validation" in str(exc)
     else:
         raise AssertionError("accepted pods.validation: both")
+
+
+# ---------------------------------------------------------------- fail closed only where it protects something
+
+import pytest                                                    # noqa: E402
+
+from tests.unit.helpers import TRAINJOB_TARGET                   # noqa: E402
+from webhook.targets import UnknownResource                      # noqa: E402
+
+
+def _hooks(docs):
+    return {h["name"].split(".")[0] + "." + h["name"].split(".")[1]: h
+            for d in docs if d["kind"].endswith("WebhookConfiguration") for h in d["webhooks"]}
+
+
+def test_no_status_subresource_is_sent_to_the_webhook():
+    """kube-apiserver validates what kube-scheduler and the ResourceClaim controller write
+    to a PodGroup's status; with podgroups/status registered (failurePolicy Fail) those
+    writes were refused while the webhook was down."""
+    cfg = config_mod.from_dict({"targets": [TRAINJOB_TARGET], "pods": {"validation": "webhook"}})
+    hooks = _hooks(configurations(cfg, ENDPOINT))
+    resources = [r for h in hooks.values() for rule in h["rules"] for r in rule["resources"]]
+    assert not [r for r in resources if "/" in r], resources
+    assert hooks["scheduling.validate"]["rules"][0]["resources"] == ["workloads", "podgroups", "compositepodgroups"]
+
+
+def test_failure_policy_is_the_object_validations_and_the_pods_keep_their_own():
+    cfg = config_mod.from_dict({"targets": [TRAINJOB_TARGET], "pods": {"validation": "webhook"}})
+    hooks = _hooks(configurations(cfg, ENDPOINT, failure_policy="Ignore"))
+    assert {n: h["failurePolicy"] for n, h in hooks.items()} == {
+        "scheduling.validate": "Ignore", "targets.validate": "Ignore",
+        "pods.validate": "Fail", "targets.mutate": "Fail", "pods.mutate": "Fail"}
+    assert {h["failurePolicy"] for h in _hooks(configurations(cfg, ENDPOINT)).values()} == {"Fail"}
+
+
+def test_a_target_mutate_never_refuses_cannot_be_sent_to_it():
+    """The shipped profiles default nothing: a down webhook must not refuse JobSets at /mutate."""
+    cfg = config_mod.from_dict({"targets": [TRAINJOB_TARGET], "profiles": ["jobset", "leaderworkerset"]})
+    hooks = _hooks(configurations(cfg, ENDPOINT))
+    assert [r["resources"] for r in hooks["targets.mutate"]["rules"]] == [["trainjobs"]]
+    assert [r["resources"] for r in hooks["targets.validate"]["rules"]] == [["trainjobs"], ["jobsets"],
+                                                                            ["leaderworkersets"]]
+    only_profiles = _hooks(configurations(config_mod.from_dict({"profiles": ["jobset"]}), ENDPOINT))
+    assert "targets.mutate" not in only_profiles
+
+
+def test_a_target_without_a_known_resource_is_never_registered():
+    cfg = config_mod.from_dict({"targets": [{**TRAINJOB_TARGET, "kind": "TrainingPolicy"}]})
+    with pytest.raises(UnknownResource):
+        configurations(cfg, ENDPOINT)
+    with pytest.raises(UnknownResource):              # resources resolved for other targets only
+        configurations(cfg, ENDPOINT, resources={"TrainJob.training.example.com": "trainjobs"})
+    hooks = _hooks(configurations(cfg, ENDPOINT, resources={"TrainingPolicy.training.example.com": "trainingpolicies"}))
+    assert hooks["targets.validate"]["rules"][0]["resources"] == ["trainingpolicies"]

@@ -165,3 +165,58 @@ def test_POL_3_switched_off_allows_min_count_above_the_size():
     assert found(check(above, cfg=off)) == set()
     zero = trainjob({"schedulingPolicy": {"gang": {"minCount": 0}}}, replicas=4)
     assert found(check(zero, cfg=off)) == {("Invalid", f"{S}.schedulingPolicy.gang.minCount")}
+
+
+# ---------------------------------------------------------------- the resource name a target registers
+
+from webhook import config as config_mod                                   # noqa: E402
+from webhook.targets import UnknownResource, obvious_plural, offline_resources  # noqa: E402
+
+
+@pytest.mark.parametrize("kind, plural", [
+    ("TrainJob", "trainjobs"), ("JobSet", "jobsets"), ("LeaderWorkerSet", "leaderworkersets"),
+    ("MPIJob", "mpijobs"), ("Workload", "workloads"), ("InferenceService", "inferenceservices"),
+    ("ResourceQuota", "resourcequotas"), ("Queue", "queues"),
+])
+def test_a_kind_that_plainly_takes_an_s(kind, plural):
+    assert obvious_plural(kind) == plural
+
+
+@pytest.mark.parametrize("kind", [
+    "TrainingPolicy", "GangClass", "Gateway", "Endpoints", "Mailbox", "Batch", "Mesh", "Quiz", "Hero", "Leaf",
+    "Knife", "Datum", "Alumni", "Person", "Salesperson", "Child", "Foreman", "Metadata", "Sheep", "Aircraft",
+    "Software", "ClusterIP", "T", "ConfigV2",
+])
+def test_a_kind_in_doubt_has_no_plural_of_its_own(kind):
+    """What lowercase + "s" would get wrong (TrainingPolicy is served as trainingpolicies),
+    or could: an acronym, a digit, an irregular or uncountable last word."""
+    assert obvious_plural(kind) is None
+
+
+def test_offline_a_kind_in_doubt_needs_plural_and_says_so():
+    tp = {"group": "policy.example.com", "kind": "TrainingPolicy", "groups": [{"schedulingPolicy": "spec.p"}]}
+    with pytest.raises(UnknownResource) as err:
+        offline_resources(config_mod.from_dict({"targets": [tp]}).targets)
+    assert err.value.problems == ["TrainingPolicy.policy.example.com: give `plural` (or --crd, or --kubeconfig): the "
+                                  "resource name of kind TrainingPolicy cannot be told from the kind "
+                                  "(docs/configuration.md#plural)"]
+    cfg = config_mod.from_dict({"targets": [{**tp, "plural": "trainingpolicies"}]})
+    assert offline_resources(cfg.targets) == {"TrainingPolicy.policy.example.com": "trainingpolicies"}
+
+
+def test_what_a_target_writes_is_recorded_setting_by_setting():
+    t = config_mod.from_dict({"targets": [{
+        "group": "g.example.com", "kind": "K", "plural": "ks",
+        "groups": [{"at": "spec.s", "size": {"sum": "spec.jobs", "product": ["replicas"]}, "defaultMinCount": False}],
+        "checks": {"immutable": [{"path": "spec.s"}]}}]}).targets[0]
+    assert t.written == {"group", "kind", "plural", "groups.at", "groups.size", "groups.size.sum",
+                         "groups.size.product", "groups.defaultMinCount", "checks.immutable"}
+
+
+def test_only_a_target_with_defaults_is_mutated():
+    def mutates(**group):
+        return config_mod.from_dict({"targets": [{"group": "g.example.com", "kind": "TrainJob",
+                                                  "groups": [{"schedulingPolicy": "spec.p", **group}]}]}).targets[0].mutates
+    assert mutates() and not mutates(defaultMinCount=False) and not mutates(minCount="unset")
+    shipped = config_mod.from_dict({"profiles": ["jobset", "leaderworkerset"]}).targets
+    assert [t.mutates for t in shipped] == [False, False]     # they default nothing (the operators compute minCount)

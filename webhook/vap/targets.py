@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from webhook.config import Config
-from webhook.targets import LeafGroup, Target
+from webhook.targets import LeafGroup, Target, offline_resources
 from webhook.enforcement import RANK
 from webhook.paths import FieldPath
 
@@ -315,8 +316,11 @@ def key(target: Target) -> str:
     return f"{target.kind}.{target.group}"
 
 
-def export(cfg: Config, name: str = "workload-webhook", exclude: tuple[str, ...] = ("kube-system",)) -> Export:
-    """`exclude`: namespaces the policies leave alone, as the webhook configurations do."""
+def export(cfg: Config, name: str = "workload-webhook", exclude: tuple[str, ...] = ("kube-system",),
+           resources: Mapping[str, str] | None = None) -> Export:
+    """`exclude`: namespaces the policies leave alone, as the webhook configurations do.
+    `resources`: Kind.group -> resource (webhook.cluster.discovery); without it, the config must
+    tell each exported target's (webhook.targets.offline_resources raises UnknownResource)."""
     out = Export()
     for target in cfg.targets:
         why = _reasons(target, cfg)
@@ -330,8 +334,9 @@ def export(cfg: Config, name: str = "workload-webhook", exclude: tuple[str, ...]
         for rule, validation in rules:
             action = cfg.enforcement.action(rule if rule in _POLICY else None, target.kind, lambda: None, "admission")
             by_action.setdefault(action, []).append(validation)
+        resource = (resources or {}).get(target.key) or offline_resources([target])[target.key]
         for action in sorted(by_action, key=RANK.__getitem__):
-            out.objects += _policy(target, action, by_action[action], name, exclude)
+            out.objects += _policy(target, resource, action, by_action[action], name, exclude)
         out.expressible.add(key(target))
     return out
 
@@ -339,15 +344,16 @@ def export(cfg: Config, name: str = "workload-webhook", exclude: tuple[str, ...]
 _POLICY = {"POL-3", "DIS-2", "TGT-4"}
 
 
-def _policy(target: Target, action: str, validations: list[dict], name: str, exclude: tuple[str, ...]) -> list[dict]:
-    policy_name = f"{name}-{target.resource}.{target.group}" + ("" if action == "deny" else f"-{action}")
+def _policy(target: Target, resource: str, action: str, validations: list[dict], name: str,
+            exclude: tuple[str, ...]) -> list[dict]:
+    policy_name = f"{name}-{resource}.{target.group}" + ("" if action == "deny" else f"-{action}")
     labels = {"app.kubernetes.io/name": "workload-webhook"}
     policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
               "metadata": {"name": policy_name, "labels": labels},
               "spec": {"failurePolicy": "Fail",
                        "matchConstraints": {"resourceRules": [{
                            "apiGroups": [target.group], "apiVersions": list(target.versions) or ["*"],
-                           "resources": [target.resource], "operations": ["CREATE", "UPDATE"]}],
+                           "resources": [resource], "operations": ["CREATE", "UPDATE"]}],
                            "namespaceSelector": {"matchExpressions": [
                                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": sorted(exclude)}]}},
                        "validations": validations}}

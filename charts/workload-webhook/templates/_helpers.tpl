@@ -100,23 +100,41 @@ matchConditions:
 {{/* The targets webhook rules cover: config.targets plus those of config.profiles
      (the resources each shipped profile judges; webhook/profiles/*.yaml). */}}
 {{- define "ww.allTargets" -}}
+{{- /* Each with `mutates`: whether /mutate can change its objects (DEF-1: a composite, or a group
+     that defaults minCount; webhook/targets.py Target.mutates). The profiles default nothing. */ -}}
 {{- $out := list -}}
-{{- range (.Values.config.targets | default list) }}{{ $out = append $out . }}{{ end -}}
+{{- range (.Values.config.targets | default list) }}
+{{- $mutates := not (empty .composite) -}}
+{{- range (.groups | default list) }}{{ if and (ne (toString .defaultMinCount) "false") (ne (toString .minCount) "unset") }}{{ $mutates = true }}{{ end }}{{ end -}}
+{{- $out = append $out (merge (dict "mutates" $mutates) (pick . "group" "kind" "versions" "plural")) -}}
+{{- end -}}
 {{- range (.Values.config.profiles | default list) }}
-{{- if eq (toString .) "jobset" }}{{ $out = append $out (dict "group" "jobset.x-k8s.io" "kind" "JobSet" "versions" (list "v1alpha2") "plural" "jobsets") }}
-{{- else if eq (toString .) "leaderworkerset" }}{{ $out = append $out (dict "group" "leaderworkerset.x-k8s.io" "kind" "LeaderWorkerSet" "versions" (list "v1") "plural" "leaderworkersets") }}
-{{- else if kindIs "map" . }}{{ $out = append $out (pick . "group" "kind" "versions" "plural") }}
+{{- if eq (toString .) "jobset" }}{{ $out = append $out (dict "group" "jobset.x-k8s.io" "kind" "JobSet" "versions" (list "v1alpha2") "plural" "jobsets" "mutates" false) }}
+{{- else if eq (toString .) "leaderworkerset" }}{{ $out = append $out (dict "group" "leaderworkerset.x-k8s.io" "kind" "LeaderWorkerSet" "versions" (list "v1") "plural" "leaderworkersets" "mutates" false) }}
+{{- else if kindIs "map" . }}{{ $out = append $out (merge (dict "mutates" false) (pick . "group" "kind" "versions" "plural")) }}
 {{- else }}{{ fail (printf "config.profiles: unknown profile %v (jobset, leaderworkerset or a job-template map)" .) }}
 {{- end }}
 {{- end -}}
 {{- toYaml (dict "targets" $out) -}}
 {{- end -}}
 
+{{- /* A target's resource: its `plural`, else the lowercase kind + "s" where no pluralisation
+     could say otherwise (the rule of webhook/targets.py obvious_plural, docs/configuration.md#plural);
+     otherwise the chart refuses to render: a rule naming a resource that does not exist would
+     match nothing, and the cluster would enforce nothing for the kind. */ -}}
 {{- define "ww.targetRules" -}}
 {{- range .targets }}
+{{- $resource := .plural -}}
+{{- if not $resource }}
+{{- $word := regexFind "[A-Z]?[a-z]+$" .kind | lower -}}
+{{- $doubt := not $word -}}
+{{- range (list "s" "x" "z" "ch" "sh" "y" "o" "f" "fe" "um" "i" "person" "people" "child" "man" "men" "foot" "feet" "tooth" "teeth" "goose" "geese" "mouse" "mice" "louse" "ox" "die" "data" "media" "criteria" "criterion" "phenomena" "phenomenon" "sheep" "deer" "moose" "bison" "salmon" "trout" "swine" "cattle" "offspring" "craft" "ware" "information" "equipment" "feedback" "traffic" "music" "evidence" "knowledge" "research" "advice" "police") }}{{ if hasSuffix . $word }}{{ $doubt = true }}{{ end }}{{ end -}}
+{{- if $doubt }}{{ fail (printf "config.targets: %s.%s: give `plural`: the resource name of kind %s cannot be told from the kind (docs/configuration.md#plural)" .kind .group .kind) }}{{ end -}}
+{{- $resource = printf "%ss" (lower .kind) -}}
+{{- end }}
 - apiGroups: [{{ .group | quote }}]
   apiVersions: {{ default (list "*") .versions | toJson }}
-  resources: [{{ default (printf "%ss" (lower .kind)) .plural | quote }}]
+  resources: [{{ $resource | quote }}]
   operations: {{ $.operations | toJson }}
   scope: "*"
 {{- end }}

@@ -5,6 +5,9 @@
 {{- /* vap.mode replace: the kinds the generated policies judge entirely are not sent to /validate */ -}}
 {{- $validated := list -}}
 {{- range $targets }}{{ if not (and $.Values.vap.enabled (eq $.Values.vap.mode "replace") (has (printf "%s.%s" .kind .group) $.Values.vap.replacedKinds)) }}{{ $validated = append $validated . }}{{ end }}{{ end -}}
+{{- /* /mutate only gets the targets it can change (DEF-1): a down webhook never refuses the rest */ -}}
+{{- $mutated := list -}}
+{{- range $targets }}{{ if .mutates }}{{ $mutated = append $mutated . }}{{ end }}{{ end -}}
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
 metadata:
@@ -14,19 +17,21 @@ metadata:
 webhooks:
   - name: scheduling.validate.workload-webhook.k8s.io
     clientConfig: {{- include "ww.clientConfig" (dict "root" . "path" "/validate") | nindent 6 }}
+    # Objects only: status writes (kube-scheduler's conditions, the ResourceClaim controller's
+    # claim statuses) are validated by kube-apiserver and never wait for this webhook.
     rules:
       - apiGroups: ["scheduling.k8s.io"]
         apiVersions: ["v1beta1", "v1alpha3"]
-        resources: ["workloads", "podgroups", "podgroups/status", "compositepodgroups", "compositepodgroups/status"]
+        resources: ["workloads", "podgroups", "compositepodgroups"]
         operations: ["CREATE", "UPDATE"]
         scope: Namespaced
-    failurePolicy: Fail
+    failurePolicy: {{ .Values.webhook.failurePolicy }}
     {{- include "ww.common" . | nindent 4 }}
   {{- if $validated }}
   - name: targets.validate.workload-webhook.k8s.io
     clientConfig: {{- include "ww.clientConfig" (dict "root" . "path" "/validate") | nindent 6 }}
     rules: {{- include "ww.targetRules" (dict "targets" $validated "operations" (list "CREATE" "UPDATE")) | nindent 6 }}
-    failurePolicy: Fail
+    failurePolicy: {{ .Values.webhook.failurePolicy }}
     {{- include "ww.common" . | nindent 4 }}
   {{- end }}
   {{- if eq (default "policy" .Values.config.pods.validation) "webhook" }}
@@ -50,10 +55,10 @@ metadata:
   labels: {{- include "ww.labels" . | nindent 4 }}
   {{- include "ww.certManagerAnnotation" . | nindent 2 }}
 webhooks:
-  {{- if $targets }}
+  {{- if $mutated }}
   - name: targets.mutate.workload-webhook.k8s.io
     clientConfig: {{- include "ww.clientConfig" (dict "root" . "path" "/mutate") | nindent 6 }}
-    rules: {{- include "ww.targetRules" (dict "targets" $targets "operations" (list "CREATE")) | nindent 6 }}
+    rules: {{- include "ww.targetRules" (dict "targets" $mutated "operations" (list "CREATE")) | nindent 6 }}
     failurePolicy: Fail
     reinvocationPolicy: IfNeeded
     {{- include "ww.common" . | nindent 4 }}
