@@ -48,3 +48,67 @@ def test_replace_stops_validating_the_exported_kinds_only():
     assert sum(d["kind"] == "ValidatingAdmissionPolicy" for d in docs2) == 2      # Pod membership + TrainJob
     off, docs3 = rules(cfg())
     assert sum(d["kind"] == "ValidatingAdmissionPolicy" for d in docs3) == 1
+
+
+# ---------------------------------------------------------------- replace is an allow-list
+
+import dataclasses                                              # noqa: E402
+import json                                                     # noqa: E402
+import os                                                       # noqa: E402
+
+from webhook.vap import expressible                             # noqa: E402
+
+SCHEMA = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "schemas", "config.schema.json")))
+
+
+def _target_settings(schema) -> set[str]:
+    """Every setting a target entry can write, as webhook.targets.written_settings names them."""
+    item = schema["properties"]["targets"]["items"]["properties"]
+    out = {k for k in item if k not in ("groups", "composite", "checks")}
+    group = item["groups"]["items"]["properties"]
+    out |= {f"groups.{k}" for k in group}
+    out |= {f"groups.size.{k}" for form in group["size"]["oneOf"] for k in (form.get("properties") or {})}
+    out |= {f"{section}.{k}" for section in ("composite", "checks") for k in item[section]["properties"]}
+    return out | {"profile"}         # what profiles.expand adds to the entries it makes
+
+
+def test_every_target_setting_of_the_config_schema_is_classified():
+    """A setting added to the schema and not classified fails here (and, meanwhile, keeps its
+    target in the webhook): `mode: replace` never hands a rule to policies that do not state it."""
+    assert _target_settings(SCHEMA) - set(expressible.TARGET_SETTINGS) == set()
+    assert set(expressible.TARGET_SETTINGS) - _target_settings(SCHEMA) == set()      # nothing stale
+
+
+def test_every_config_setting_target_rules_may_read_is_classified():
+    sections = set(SCHEMA["properties"]) - expressible.UNREAD_SECTIONS
+    assert sections == {"limits", "policies", "enforcement"}
+    read = {f"{s}.{k}" for s in sections for k in SCHEMA["properties"][s]["properties"]}
+    assert read == set(expressible.CONFIG_SETTINGS)
+    left = {k for k, v in expressible.CONFIG_SETTINGS.items() if v not in (expressible.STATED, expressible.NEUTRAL)}
+    assert left == set(expressible._IN_EFFECT)      # each setting left to the webhook says when it applies
+
+
+def test_a_setting_nobody_classified_keeps_the_target_in_the_webhook():
+    c = cfg()
+    train = c.targets[0]
+    assert expressible.reasons(train, c) == []
+    future = dataclasses.replace(train, written=train.written | {"groups.someFutureRule"})
+    out = export(dataclasses.replace(c, targets=(future,)))
+    assert out.expressible == set() and out.objects == []
+    assert out.left == ["TrainJob.training.example.com: groups.someFutureRule: not classified for the export "
+                        "(webhook.vap.expressible)"]
+
+
+def test_the_shipped_profiles_and_their_reasons():
+    out = export(config_mod.from_dict({"profiles": ["jobset", "leaderworkerset"]}))
+    assert out.expressible == set()
+    assert "LeaderWorkerSet.leaderworkerset.x-k8s.io: gangIncompatible (TGT-10)" in out.left
+    assert "JobSet.jobset.x-k8s.io: its size is a sum over a list" in out.left
+
+
+def test_the_policy_matches_the_resource_that_serves_the_kind():
+    c = config_mod.from_dict({"targets": [{**TRAINJOB_TARGET, "kind": "TrainingPolicy"}]})
+    out = export(c, resources={"TrainingPolicy.training.example.com": "trainingpolicies"})
+    policy = out.objects[0]
+    assert policy["metadata"]["name"] == "workload-webhook-trainingpolicies.training.example.com"
+    assert policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"] == ["trainingpolicies"]

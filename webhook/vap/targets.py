@@ -17,6 +17,7 @@ from typing import Mapping
 
 from webhook.config import Config
 from webhook.targets import LeafGroup, Target, offline_resources
+from webhook.vap.expressible import reasons as _reasons
 from webhook.enforcement import RANK
 from webhook.paths import FieldPath
 
@@ -285,35 +286,9 @@ def _updates(pol, dis, con, clm, sem, group) -> list[tuple[str, dict]]:
     return out
 
 
-def _reasons(target: Target, cfg: Config) -> list[str]:
-    """Why a target (or part of it) stays the webhook's."""
-    why = []
-    if cfg.enforcement.namespaces:
-        why.append("enforcement.namespaces: one binding cannot carry per-namespace actions")
-    for i, g in enumerate(target.groups):
-        if cfg.allowedTopologyKeys and g.schedulingConstraints is not None:
-            why.append(f"groups[{i}]: limits.allowedTopologyKeys (CON-1)")
-        if g.semantics.nonPositiveMinCountIsUnset and g.semantics.minCountRequired:
-            why.append(f"groups[{i}]: nonPositiveMinCountIsUnset with minCountRequired")
-        if any(p.wildcards for p in g.paths().values()):
-            why.append(f"groups[{i}]: its paths fan out ([*]); CEL messages cannot name every index")
-        elif g.size is not None and g.size.path is None:
-            why.append(f"groups[{i}]: its size is a sum over a list")
-        elif g.semantics.gangIncompatible or g.semantics.maxGroups is not None:
-            why.append(f"groups[{i}]: gangIncompatible / maxGroups")
-        elif g.semantics.boundUnless is not None:
-            why.append(f"groups[{i}]: boundUnless (a condition on the object lifts POL-3)")
-    if target.composite is not None:
-        why.append("composite: minGroupCount against the number of child groups")
-    if target.checks:
-        why.append("checks (exclusive, operatorOwned, references, counts, immutable, agree, refuse, require, "
-                   "matched, setOnce)")
-    return why
-
-
 def key(target: Target) -> str:
     """How `replace` names an exported target: kind and group (a kind may exist in two groups)."""
-    return f"{target.kind}.{target.group}"
+    return target.key
 
 
 def export(cfg: Config, name: str = "workload-webhook", exclude: tuple[str, ...] = ("kube-system",),
