@@ -20,6 +20,10 @@ LOOKUPS = Counter("workload_webhook_cluster_lookups_total", "PodGroup/Workload l
                   ["resource", "source"])   # source: cache | api | missing | unavailable
 ENFORCED = Counter("workload_webhook_enforced_violations_total",
                    "Violations admitted by the enforcement config (action warn or audit), by rule id", ["rule", "action"])
+TARGETS_UNSERVED = Gauge("workload_webhook_targets_unserved",
+                         "1 while a configured target (Kind.group), or a target rule (group/resource), is not served "
+                         "by the cluster as the registration names it: nothing is registered meanwhile",
+                         ["target"], multiprocess_mode="livemax")     # set by the master (webhook.cluster.registrar)
 CACHE_SYNCED = Gauge("workload_webhook_cluster_cache_synced", "1 when this worker's watch cache of the resource has synced",
                      ["resource"], multiprocess_mode="livemin")
 

@@ -72,7 +72,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             os.unlink(os.path.join(metrics_dir, stale))
     registrar = None
     if getattr(args, "register", None):
-        registrar = _registrar(args, settings)
+        registrar = _registrar(args, settings, cfg.targets)
         if registrar is None:
             return EXIT_USAGE
     from webhook.server.gunicorn_app import Launch, WebhookServer
@@ -83,9 +83,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _registrar(args, settings):
+def _registrar(args, settings, targets=()):
     """--register: this service registers its own webhook configurations once it is
-    ready (webhook.cluster.registrar); None (and a message) when it cannot."""
+    ready and the cluster serves its targets as registered (webhook.cluster.registrar);
+    None (and a message) when it cannot."""
     from webhook.cluster.cache import api_client
     from webhook.cluster.registrar import RegistrationError, from_flags
     from webhook.cluster.view import ClusterUnavailable
@@ -97,7 +98,7 @@ def _registrar(args, settings):
         if api is None:
             raise ClusterUnavailable("--register needs a cluster (in-cluster or a kubeconfig)")
         return from_flags(api, args.register, args.register_owner, args.register_service, settings.port,
-                          settings.bindAddress, settings.certDir)
+                          settings.bindAddress, settings.certDir, targets=targets)
     except (RegistrationError, ClusterUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None

@@ -92,3 +92,26 @@ def test_revision_from_the_environment(tmp_path):
     with pytest.raises(registrar.RegistrationError):
         registrar.from_flags(None, str(path), "owner", None, 8443, "::1", str(tmp_path),
                              environ={"WW_REGISTER_REVISION": "x"})
+
+
+def test_the_masters_reason_reaches_a_forked_worker():
+    """/readyz runs in the workers; the registrar runs in the master. What the master writes
+    after the fork is what a worker reads (as gunicorn forks them)."""
+    import os
+    line = registrar.SharedLine("checking")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                          # the "worker": wait for the master, then say what it sees
+        os.close(write)
+        os.read(read, 1)
+        seen = line.get() or "<none>"
+        os._exit(0 if seen == "targets not served: X" else 1)
+    os.close(read)
+    line.set("targets not served: X")
+    os.write(write, b"!")
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    line.set(None)
+    assert line.get() is None
+    line.set("a" + "é" * 5000)            # bounded: cut at a character, never past the page
+    assert line.get() == "a" + "é" * ((registrar.SharedLine.SIZE - 5) // 2)

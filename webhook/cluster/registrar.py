@@ -13,6 +13,13 @@ Pods never become Ready leaves admission exactly as it was.
 - The caBundle: the manifest's own (provided mode), else the one already
   registered (kept: cert-manager's cainjector or the certificate sync wrote
   it), else the serving directory's ca.crt.
+- Never a rule that matches nothing: before writing, every rule of the targets'
+  webhooks must name the resource the cluster's discovery serves for a configured
+  target's kind (webhook.cluster.discovery). Until they do, nothing is written,
+  and while no registration of this revision exists the Pod is not ready, with
+  the reason in /readyz, a log line and `workload_webhook_targets_unserved`. A
+  Pod whose revision is registered stays ready: a target CRD deleted later then
+  matches nothing harmlessly, and refusing to serve would refuse every object.
 
 `prepare` is pure (unit-tested); `Registrar` does the I/O (proven on a real node)."""
 from __future__ import annotations
@@ -20,12 +27,15 @@ from __future__ import annotations
 import base64
 import copy
 import logging
+import mmap
 import os
 import ssl
 import threading
 import urllib.request
 
 import yaml
+
+from webhook.metrics import TARGETS_UNSERVED
 
 log = logging.getLogger("workload_webhook.registrar")
 
@@ -109,15 +119,79 @@ def endpoint_ready(slices: list[dict], pod_ip: str | None) -> bool:
     return False
 
 
+class SharedLine:
+    """One line of text the gunicorn master writes and every worker reads (/readyz): an
+    anonymous shared mapping made before the workers are forked, so they see each write.
+    The text is written before its length, and a length is only zeroed to clear it, so a
+    reader never sees "" while a reason is being replaced."""
+    SIZE = 4096
+
+    def __init__(self, text: str | None = None):
+        self._map = mmap.mmap(-1, self.SIZE)
+        self.set(text)
+
+    def set(self, text: str | None) -> None:
+        data = (text or "").encode()[:self.SIZE - 4].decode("utf-8", "ignore").encode()
+        self._map[4:4 + len(data)] = data
+        self._map[:4] = len(data).to_bytes(4, "little")
+
+    def get(self) -> str | None:
+        n = min(int.from_bytes(self._map[:4], "little"), self.SIZE - 4)
+        return self._map[4:4 + n].decode("utf-8", "replace") or None
+
+
+UNSERVED = "targets not served"
+
+
 class Registrar:
     """Runs in the gunicorn master: waits, registers, then checks every interval."""
 
     def __init__(self, api_client, manifests: list[dict], revision: int, owner: str, service: str | None,
-                 pod_ip: str | None, local_readyz: str, ca_file: str):
+                 pod_ip: str | None, local_readyz: str, ca_file: str, targets: tuple = ()):
         self.api = api_client
         self.manifests, self.revision, self.owner_name = manifests, revision, owner
         self.service, self.pod_ip, self.local_readyz, self.ca_file = service, pod_ip, local_readyz, ca_file
+        self.targets = tuple(targets)
         self.registered = False
+        # Read by the workers' /readyz; set before they fork: not ready until the first check.
+        self.unready = SharedLine("checking the targets against the cluster's discovery" if self.targets else None)
+        self._flagged: set[str] = set()
+
+    def unready_reason(self) -> str | None:
+        """Why this Pod must not be ready yet (the targets), or None."""
+        return self.unready.get()
+
+    def _unserved(self) -> list[str]:
+        """What stops a registration of these manifests (webhook.cluster.discovery.check_rules)."""
+        if not self.targets:
+            return []
+        from webhook.cluster import discovery
+        served = discovery.from_cluster(self.api, [t.group for t in self.targets])
+        problems = discovery.check_rules([h for d in self.manifests for h in d.get("webhooks") or []],
+                                         self.targets, served)
+        subjects = {p.split(": ", 1)[0] for p in problems}
+        for subject in subjects | self._flagged:
+            TARGETS_UNSERVED.labels(subject).set(1 if subject in subjects else 0)
+        self._flagged = subjects
+        return problems
+
+    def _registered_revision(self) -> int:
+        """The oldest revision among the registered configurations; 0 when one is missing."""
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+        adm = client.AdmissionregistrationV1Api(self.api)
+        revisions = []
+        for doc in self.manifests:
+            read = adm.read_validating_webhook_configuration if doc["kind"] == KINDS[0] \
+                else adm.read_mutating_webhook_configuration
+            try:
+                revisions.append(revision_of(self.api.sanitize_for_serialization(
+                    read(doc["metadata"]["name"], _request_timeout=TIMEOUT))))
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                return 0
+        return min(revisions, default=0)
 
     def _ready_here(self) -> bool:
         ctx = ssl.create_default_context()
@@ -150,6 +224,16 @@ class Registrar:
 
     def step(self) -> str:
         """One attempt; returns what happened (for the log and the tests)."""
+        problems = self._unserved()
+        if problems:
+            registered = self._registered_revision()
+            said = f"{UNSERVED}: {'; '.join(problems)}"
+            if registered < self.revision:
+                self.unready.set(said)
+                return f"waiting: {said}"
+            self.unready.set(None)
+            return f"not updating: {said} (revision {registered} stays registered)"
+        self.unready.set(None)
         if not self._ready_here():
             return "waiting: this Pod is not ready"
         if not self._ready_in_service():
@@ -199,7 +283,10 @@ class Registrar:
                     raise
         raise RuntimeError(f"{doc['kind']} {name} kept changing under us")
 
-    def run(self, stop: threading.Event, interval: float = 30.0, wait_interval: float = 1.0) -> None:
+    def run(self, stop: threading.Event, interval: float = 30.0, wait_interval: float = 1.0,
+            unserved_interval: float = 5.0) -> None:
+        """`unserved_interval`: while a target is not served (a CRD yet to come), discovery
+        is asked this often, not at every `wait_interval`."""
         last = None
         while not stop.is_set():
             try:
@@ -207,13 +294,14 @@ class Registrar:
             except Exception as exc:        # keep trying; say why
                 said = f"registration failed: {(str(exc).splitlines() or [type(exc).__name__])[0][:300]}"
             if said != last:
-                (log.warning if said.startswith("registration failed") else log.info)("webhook registration: %s", said)
+                loud = said.startswith("registration failed") or UNSERVED in said
+                (log.warning if loud else log.info)("webhook registration: %s", said)
                 last = said
-            stop.wait(interval if self.registered else wait_interval)
+            stop.wait(interval if self.registered else unserved_interval if UNSERVED in said else wait_interval)
 
 
 def from_flags(api_client, manifests_path: str, owner: str, service: str | None, port: int, bind: str,
-               cert_dir: str, environ=os.environ) -> Registrar:
+               cert_dir: str, environ=os.environ, targets: tuple = ()) -> Registrar:
     host = "127.0.0.1" if bind in ("0.0.0.0", "", "::") else bind
     host = f"[{host}]" if ":" in host else host
     try:
@@ -221,4 +309,4 @@ def from_flags(api_client, manifests_path: str, owner: str, service: str | None,
     except ValueError:
         raise RegistrationError(f"WW_REGISTER_REVISION: not a number: {environ['WW_REGISTER_REVISION']!r}") from None
     return Registrar(api_client, load_manifests(manifests_path), revision, owner, service, environ.get("POD_IP") or None,
-                     f"https://{host}:{port}/readyz", os.path.join(cert_dir, "ca.crt"))
+                     f"https://{host}:{port}/readyz", os.path.join(cert_dir, "ca.crt"), targets)

@@ -25,6 +25,7 @@ class State:
     view: ClusterView
     certs_loaded: Callable[[], bool] = lambda: True
     sync_stalled: Callable[[], bool] = lambda: False    # certificate loop of the master stopped
+    unregistrable: Callable[[], str | None] = lambda: None   # why serve --register may not register yet
 
 
 def _one_line(status: int, reason: str) -> Response:
@@ -61,7 +62,11 @@ def create_app(state: State) -> Admission:
             if cluster == "synced" and not all(synced.values()):
                 cluster = "synced (workloads still syncing)"
         body = {"config": "loaded", "certificates": "loaded" if state.certs_loaded() else "missing", "cluster": cluster}
-        ready = body["certificates"] == "loaded" and cluster != "syncing"
+        # serve --register: a target the cluster does not serve as registered (webhook.cluster.registrar).
+        unregistrable = state.unregistrable()
+        if unregistrable:
+            body["targets"] = unregistrable
+        ready = body["certificates"] == "loaded" and cluster != "syncing" and not unregistrable
         resp = jsonify({"ready": ready, **body})
         resp.status_code = 200 if ready else 503
         return resp

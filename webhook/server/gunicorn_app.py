@@ -117,4 +117,7 @@ class WebhookServer(BaseApplication):
             raise SystemExit(2)
         self.snapshot = None          # this worker's inherited copy of the master's LIST: freed
         serving = self.launch.serving
-        return create_app(State(self.launch.config, view, certs_loaded=serving.loaded, sync_stalled=serving.stalled))
+        # The master's registrar says (through memory shared at the fork) why this Pod is not ready.
+        unready = getattr(self.launch.registrar, "unready_reason", None) or (lambda: None)
+        return create_app(State(self.launch.config, view, certs_loaded=serving.loaded, sync_stalled=serving.stalled,
+                                unregistrable=unready))
