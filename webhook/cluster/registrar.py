@@ -35,8 +35,6 @@ import urllib.request
 
 import yaml
 
-from webhook.metrics import TARGETS_UNSERVED
-
 log = logging.getLogger("workload_webhook.registrar")
 
 ANNOTATION_REVISION = "workload-webhook.k8s.io/revision"
@@ -166,6 +164,7 @@ class Registrar:
         if not self.targets:
             return []
         from webhook.cluster import discovery
+        from webhook.metrics import TARGETS_UNSERVED   # imported once serve set up multiprocess mode
         served = discovery.from_cluster(self.api, [t.group for t in self.targets])
         problems = discovery.check_rules([h for d in self.manifests for h in d.get("webhooks") or []],
                                          self.targets, served)
