@@ -69,12 +69,13 @@ def owner(kubectl):
 class Registering:
     """`serve --register` with its own config and manifests, under its own configuration name."""
 
-    def __init__(self, cluster, kubectl, tmp_path, name: str, targets: list[dict]):
+    def __init__(self, cluster, kubectl, tmp_path, name: str, targets: list[dict], revision: str | None = "1"):
         self.cluster, self.kubectl, self.name = cluster, kubectl, name
         self.config = tmp_path / f"{name}.yaml"
         self.config.write_text(yaml.safe_dump({"targets": targets}))
         (tmp_path / name).mkdir()
-        self.server = Server(str(tmp_path / name), config=str(self.config), env={"WW_REGISTER_REVISION": "1"},
+        self.server = Server(str(tmp_path / name), config=str(self.config),
+                             env={"WW_REGISTER_REVISION": revision} if revision else {},
                              extra=["--cluster", "kubeconfig", "--kubeconfig", cluster.kubeconfig("admin")])
         self.manifests = tmp_path / f"{name}-webhooks.yaml"
 
@@ -140,7 +141,7 @@ def test_a_rule_that_names_what_serves_nothing_is_never_registered(cluster, kube
     server would never call the webhook for it, and nothing would say so."""
     kubectl.apply(crd(POLICY, "trainingpolicies"))
     kubectl("wait", "--for=condition=Established", "crd/trainingpolicies.policy.example.com", "--timeout=60s")
-    hook = Registering(cluster, kubectl, tmp_path, "ww-misnamed", [POLICY])
+    hook = Registering(cluster, kubectl, tmp_path, "ww-misnamed", [POLICY], revision=None)   # revision 0
     try:
         old_default = config_mod.from_dict({"targets": [{**POLICY, "plural": "trainingpolicys"}]})
         hook.start(configurations(old_default, hook.endpoint(), name=hook.name))

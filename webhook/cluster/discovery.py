@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Iterable, Mapping
 
+from webhook.cluster.cache import raw_get
 from webhook.targets import Target, UnknownResource, offline_resources
 
 Served = dict[tuple[str, str], "dict[str, str] | None"]
@@ -35,7 +36,6 @@ def from_crds(docs: Iterable[dict]) -> Served:
 
 
 def _json(api, path: str) -> dict | None:
-    from webhook.cluster.cache import raw_get
     status, body = raw_get(api, path, "application/json", TIMEOUT)
     if status == 404:
         return None

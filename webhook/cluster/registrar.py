@@ -154,6 +154,11 @@ class Registrar:
         # Read by the workers' /readyz; set before they fork: not ready until the first check.
         self.unready = SharedLine("checking the targets against the cluster's discovery" if self.targets else None)
         self._flagged: set[str] = set()
+        # Imported here, in the main thread once serve has set up multiprocess mode: an import in
+        # the registration thread could hold the import lock while gunicorn forks a worker.
+        from webhook import metrics
+        from webhook.cluster import discovery
+        self._discovery, self._unserved_gauge = discovery, metrics.TARGETS_UNSERVED
 
     def unready_reason(self) -> str | None:
         """Why this Pod must not be ready yet (the targets), or None."""
@@ -163,19 +168,17 @@ class Registrar:
         """What stops a registration of these manifests (webhook.cluster.discovery.check_rules)."""
         if not self.targets:
             return []
-        from webhook.cluster import discovery
-        from webhook.metrics import TARGETS_UNSERVED   # imported once serve set up multiprocess mode
-        served = discovery.from_cluster(self.api, [t.group for t in self.targets])
-        problems = discovery.check_rules([h for d in self.manifests for h in d.get("webhooks") or []],
+        served = self._discovery.from_cluster(self.api, [t.group for t in self.targets])
+        problems = self._discovery.check_rules([h for d in self.manifests for h in d.get("webhooks") or []],
                                          self.targets, served)
         subjects = {p.split(": ", 1)[0] for p in problems}
         for subject in subjects | self._flagged:
-            TARGETS_UNSERVED.labels(subject).set(1 if subject in subjects else 0)
+            self._unserved_gauge.labels(subject).set(1 if subject in subjects else 0)
         self._flagged = subjects
         return problems
 
-    def _registered_revision(self) -> int:
-        """The oldest revision among the registered configurations; 0 when one is missing."""
+    def _registered_revision(self) -> int | None:
+        """The oldest revision among the registered configurations; None when one is missing."""
         from kubernetes import client
         from kubernetes.client.rest import ApiException
         adm = client.AdmissionregistrationV1Api(self.api)
@@ -189,8 +192,8 @@ class Registrar:
             except ApiException as exc:
                 if exc.status != 404:
                     raise
-                return 0
-        return min(revisions, default=0)
+                return None
+        return min(revisions, default=None)
 
     def _ready_here(self) -> bool:
         ctx = ssl.create_default_context()
@@ -227,7 +230,7 @@ class Registrar:
         if problems:
             registered = self._registered_revision()
             said = f"{UNSERVED}: {'; '.join(problems)}"
-            if registered < self.revision:
+            if registered is None or registered < self.revision:
                 self.unready.set(said)
                 return f"waiting: {said}"
             self.unready.set(None)
