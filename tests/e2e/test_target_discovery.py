@@ -3,7 +3,8 @@
 gives, and the API server then calls the webhook for it (a denial); a registration
 naming what serves nothing (the old default, `trainingpolicys`) is never written; a
 target whose CRD is not installed yet keeps `serve --register` not ready, with the
-reason in /readyz, a log line and a metric, until the CRD comes."""
+reason in /readyz, a log line and a metric, until the CRD comes; one deleted after
+registration leaves the Pod ready (and says so)."""
 from __future__ import annotations
 
 import json
@@ -184,6 +185,13 @@ def test_a_kind_not_served_yet_keeps_it_not_ready_until_its_crd_comes(cluster, k
         assert "targets" not in hook.readyz()[1] and hook.metric(target) == "0.0"
         _wait(lambda: denied_by_the_webhook(kubectl, bad(GANG)), 30, "the API server never called the webhook",
               hook.server.log)
+
+        # The CRD goes after registration: this revision stays registered and the Pod stays ready
+        # (refusing to serve would refuse every object the webhooks guard); the log and metric say it.
+        kubectl("delete", "crd", "gangclasses.gangs.example.com")
+        _wait(lambda: f"webhook registration: not updating: targets not served: {target}" in hook.server.log(), 45,
+              "the registrar never noticed the CRD was gone", hook.server.log)
+        assert hook.readyz()[0] == 200 and hook.registered() is not None and hook.metric(target) == "1.0"
     finally:
         hook.stop()
         kubectl("delete", "crd", "gangclasses.gangs.example.com", "--ignore-not-found")

@@ -234,6 +234,7 @@ class Registrar:
                 self.unready.set(said)
                 return f"waiting: {said}"
             self.unready.set(None)
+            self.registered = True          # this revision is registered: check at the slow pace
             return f"not updating: {said} (revision {registered} stays registered)"
         self.unready.set(None)
         if not self._ready_here():
