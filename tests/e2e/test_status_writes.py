@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 
 import pytest
 import yaml
@@ -20,6 +19,7 @@ from tests.e2e.controllers import ControllerManager, ControllerManagerError, con
 from tests.e2e.controlplane import ControlPlaneError
 from tests.e2e.rest import Api
 from tests.e2e.scheduler import Scheduler, make_nodes, scenario_pod
+from tests.e2e.test_registration import _wait as wait_for
 from tests.server.harness import Server
 from webhook import config as config_mod
 from webhook.registration import Endpoint, configurations
@@ -32,16 +32,6 @@ SETTLE = 60.0
 
 def _unavailable(reason: str):
     pytest.fail(f"real component unavailable: {reason}", pytrace=False)
-
-
-def wait_for(predicate, seconds: float, what: str, diagnose=lambda: ""):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"{what} within {seconds:.0f} s\n{diagnose()}")
 
 
 def podgroup(name: str, policy: dict, **spec) -> dict:

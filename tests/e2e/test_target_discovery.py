@@ -15,6 +15,7 @@ import time
 import pytest
 import yaml
 
+from tests.e2e.test_registration import _wait
 from tests.server.harness import Server
 from webhook import config as config_mod
 from webhook.registration import Endpoint, configurations
@@ -47,16 +48,6 @@ def bad(target: dict) -> dict:
 def denied_by_the_webhook(kubectl, obj: dict):
     proc = kubectl.create(obj, "--dry-run=server", check=False)
     return proc.returncode != 0 and "(DIS-2)" in proc.stderr and proc
-
-
-def _wait(predicate, seconds: float, what: str, log=lambda: ""):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"{what} within {seconds} s\n{log()}")
 
 
 @pytest.fixture
