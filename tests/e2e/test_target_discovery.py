@@ -8,6 +8,7 @@ registration leaves the Pod ready (and says so)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -104,9 +105,12 @@ def test_an_irregular_plural_is_resolved_by_discovery_and_the_webhook_is_called(
     kubectl("wait", "--for=condition=Established", "crd/trainingpolicies.policy.example.com", "--timeout=60s")
     hook = Registering(cluster, kubectl, tmp_path, "ww-irregular", [POLICY])
     try:
-        (tmp_path / "empty-ca.crt").write_bytes(b"")
+        # The serving certificates first (serve uses the files it finds), so their CA is the bundle.
+        subprocess.run([sys.executable, "-m", "webhook", "certs", "generate", "--out", hook.server.cert_dir],
+                       check=True, capture_output=True, timeout=60)
         cli = [sys.executable, "-m", "webhook", "webhook-configs", "--config", str(hook.config), "--name", hook.name,
-               "--ca-bundle", str(tmp_path / "empty-ca.crt"), "--url", f"https://127.0.0.1:{hook.server.port}"]
+               "--ca-bundle", os.path.join(hook.server.cert_dir, "ca.crt"),
+               "--url", f"https://127.0.0.1:{hook.server.port}"]
         offline = subprocess.run(cli, capture_output=True, text=True, timeout=60)
         assert offline.returncode == 2 and "TrainingPolicy.policy.example.com: give `plural`" in offline.stderr
         found = subprocess.run([*cli, "--kubeconfig", cluster.kubeconfig("admin")], capture_output=True, text=True,

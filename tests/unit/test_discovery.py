@@ -95,12 +95,13 @@ from webhook.cli import main                                     # noqa: E402
 def _files(tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({"targets": [POLICY]}))
     (tmp_path / "crd.yaml").write_text(yaml.safe_dump(crd()))
-    (tmp_path / "ca.crt").write_text("x")
-    return str(tmp_path / "config.yaml"), str(tmp_path / "crd.yaml"), str(tmp_path / "ca.crt")
+    assert main(["certs", "generate", "--out", str(tmp_path / "pki")]) == 0
+    return str(tmp_path / "config.yaml"), str(tmp_path / "crd.yaml"), str(tmp_path / "pki" / "ca.crt")
 
 
 def test_webhook_configs_needs_plural_or_the_crd_for_an_irregular_kind(tmp_path, capsys):
     config, crd_file, ca = _files(tmp_path)
+    capsys.readouterr()
     common = ["webhook-configs", "--config", config, "--ca-bundle", ca, "--url", "https://127.0.0.1:9443"]
     assert main(common) == 2
     out = capsys.readouterr()
@@ -115,6 +116,7 @@ def test_webhook_configs_needs_plural_or_the_crd_for_an_irregular_kind(tmp_path,
 
 def test_vap_needs_plural_or_the_crd_for_an_irregular_kind(tmp_path, capsys):
     config, crd_file, _ = _files(tmp_path)
+    capsys.readouterr()
     assert main(["vap", "--config", config]) == 2
     assert f"error: {KEY}: give `plural`" in capsys.readouterr().err
     assert main(["vap", "--config", config, "--crd", crd_file]) == 0
