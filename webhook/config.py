@@ -37,6 +37,10 @@ class ConfigError(Exception):
 @dataclass(frozen=True)
 class ServerSettings:
     port: int = 8443
+    # /metrics on a port of its own, served by the master (webhook/server/metrics_listener.py);
+    # 0: on the admission port, as the development server has it.
+    metricsPort: int = 0
+    metricsTLS: bool = True                 # the metrics port speaks TLS with the serving certificate, else plain HTTP
     bindAddress: str = "127.0.0.1"
     certDir: str = "certs"
     workers: int = 2
@@ -105,7 +109,11 @@ class Config:
 def server_problems(s: ServerSettings) -> list[str]:
     """The same bounds as the config schema, for values that came from flags or env."""
     data = {k: getattr(s, k) for k in ServerSettings.__dataclass_fields__}
-    return _problems(structural_errors("config", {"server": data}))
+    problems = _problems(structural_errors("config", {"server": data}))
+    if s.metricsPort and s.metricsPort == s.port:
+        problems.append(f"server.metricsPort: Invalid value: {s.metricsPort}: must differ from server.port "
+                        "(0 serves /metrics on the admission port)")
+    return problems
 
 
 def _problems(errors: list[FieldError]) -> list[str]:

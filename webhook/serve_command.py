@@ -15,7 +15,7 @@ EXIT_OK, EXIT_USAGE = 0, 2
 ENV_PREFIX = "WW_"
 # flag name -> (ServerSettings field, type); each also reads WW_<FIELD> from the environment.
 SERVER_FLAGS = {
-    "port": ("port", int), "bind_address": ("bindAddress", str), "cert_dir": ("certDir", str),
+    "port": ("port", int), "metrics_port": ("metricsPort", int), "bind_address": ("bindAddress", str), "cert_dir": ("certDir", str),
     "workers": ("workers", int), "max_body_bytes": ("maxBodyBytes", int),
     "lookup_timeout": ("lookupTimeoutSeconds", float), "log_level": ("logLevel", str),
     "log_format": ("logFormat", str), "cluster": ("cluster", str),

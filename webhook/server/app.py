@@ -71,10 +71,11 @@ def create_app(state: State) -> Admission:
         resp.status_code = 200 if ready else 503
         return resp
 
-    @app.get("/metrics")
-    def metrics_route() -> Response:
-        data, ctype = metrics.render()
-        return Response(data, content_type=ctype)
+    if not state.config.server.metricsPort:       # else on a port of its own (server/metrics_listener.py)
+        @app.get("/metrics")
+        def metrics_route() -> Response:
+            data, ctype = metrics.render()
+            return Response(data, content_type=ctype)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:

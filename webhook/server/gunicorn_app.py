@@ -12,6 +12,17 @@ from gunicorn.app.base import BaseApplication
 from webhook.certificates.serving import Serving
 from webhook.config import Config
 
+def _metrics_listener(host: str, s, serving: Serving):
+    from webhook import metrics
+    from webhook.certificates.files import ReloadingContext
+    from webhook.server.metrics_listener import MetricsListener
+    tls = ReloadingContext(serving.paths.cert, serving.paths.key).get if s.metricsTLS else None
+    try:
+        return MetricsListener(host, s.metricsPort, metrics.render, tls).bind()
+    except OSError as exc:           # gunicorn prints it as one line and exits 1
+        raise RuntimeError(f"server.metricsPort {s.metricsPort}: cannot listen on {host}: {exc.strerror}") from None
+
+
 def _child_exit(server, worker) -> None:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
@@ -29,6 +40,7 @@ class Launch:
 class WebhookServer(BaseApplication):
     def __init__(self, launch: Launch):
         self.launch = launch
+        self.metrics = None           # the master's listener on server.metricsPort
         super().__init__()
 
     def load_config(self) -> None:
@@ -56,7 +68,12 @@ class WebhookServer(BaseApplication):
             "limit_request_line": 8190,
             "limit_request_fields": 100,
         }
-        if s.cluster != "disabled" or self.launch.serving.sync is not None or self.launch.registrar is not None:
+        if s.metricsPort and self.metrics is None:     # bound before any fork: a taken port fails the start
+            self.metrics = _metrics_listener(host, s, self.launch.serving)
+        if self.metrics is not None:
+            options["post_fork"] = lambda server, worker: self.metrics.close_in_child()
+        if s.cluster != "disabled" or self.launch.serving.sync is not None or self.launch.registrar is not None \
+                or self.metrics is not None:
             options["when_ready"] = self._when_ready
         if "control_socket_disable" in self.cfg.settings:   # gunicorn >= 25.1: no runtime control socket
             options["control_socket_disable"] = True
@@ -72,6 +89,8 @@ class WebhookServer(BaseApplication):
         from webhook.server import logs
         s = self.launch.config.server
         logs.setup(s.logLevel, s.logFormat)
+        if self.metrics is not None:
+            self.metrics.start()      # answers from start-up, before the LIST below and the workers
         self.snapshot = None
         if s.cluster != "disabled":
             from webhook.cluster.snapshot import listed_once
