@@ -1,54 +1,173 @@
-"""`workload-webhook check`: is a release admitting as it should? (the chart's
-`helm test`, cert-manager's startup API check in spirit). Waits, bounded, until
-both webhook configurations are registered with a caBundle, then asks the API
-server for a server-side dry run of a PodGroup that breaks DIS-2 and expects
-this service's denial. Exit 0 healthy, 1 not (one line why), 2 usage."""
+"""`workload-webhook check`: is a release admitting? (the chart's `helm test`,
+cert-manager's startup API check in spirit). Waits, bounded, until both webhook
+configurations are registered with a caBundle, then does what the API server
+does with them: sends an AdmissionReview to every ready endpoint of the Service
+they name (or to their URL), trusting only that caBundle and checking the
+certificate for the name the API server dials, and reads the answers itself:
+
+- /validate: a PodGroup with `gang.minCount: 0`, which breaks a mirror of
+  kube-apiserver's validation (POL-2). A mirror rule is always denied, so the
+  answer is the same in every rollout phase (`enforcement` warn or audit, DIS-2
+  off, any namespace excluded);
+- /mutate: a Pod that names no group: allowed, with no patch.
+
+It needs no write access anywhere and no namespace the webhook intercepts. What
+it cannot see is the API server's own network path to the Service (a
+NetworkPolicy that blocks it): a dry run shows that (SECURITY.md).
+Exit 0 healthy, 1 not (one line why), 2 usage."""
 from __future__ import annotations
 
 import argparse
+import base64
+import http.client
+import json
+import socket
+import ssl
 import sys
 import time
+import uuid
+from urllib.parse import urlsplit
 
 EXIT_OK, EXIT_UNHEALTHY, EXIT_USAGE = 0, 1, 2
 
 PROBE_NAME = "workload-webhook-check"
+PROBE_FIELD = "spec.schedulingPolicy.gang.minCount"
+KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+TIMEOUT = (5, 10)
 
 
-def probe(namespace: str) -> dict:
-    """A PodGroup the API server admits and this service denies (DIS-2)."""
-    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": PROBE_NAME, "namespace": namespace},
-            "spec": {"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}}}
+def probe_review(namespace: str) -> dict:
+    """A PodGroup every release denies: gang.minCount 0 (POL-2, a mirror rule, never relaxed)."""
+    obj = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+           "metadata": {"name": PROBE_NAME, "namespace": namespace},
+           "spec": {"schedulingPolicy": {"gang": {"minCount": 0}}}}
+    return _review(obj, "scheduling.k8s.io", "v1beta1", "podgroups", namespace)
 
 
-def _registered(api, name: str) -> str | None:
-    """None when both configurations carry a caBundle, else what is missing."""
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
-    adm = client.AdmissionregistrationV1Api(api)
-    for kind, read in (("ValidatingWebhookConfiguration", adm.read_validating_webhook_configuration),
-                       ("MutatingWebhookConfiguration", adm.read_mutating_webhook_configuration)):
-        try:
-            conf = read(name, _request_timeout=(5, 10))
-        except ApiException as exc:
-            return f"{kind} {name}: {'not registered' if exc.status == 404 else f'HTTP {exc.status}'}"
-        if not all(h.client_config.ca_bundle for h in conf.webhooks or []):
-            return f"{kind} {name}: no caBundle yet"
+def pod_review(namespace: str) -> dict:
+    """A Pod that names no group: /mutate allows it unchanged."""
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": PROBE_NAME, "namespace": namespace},
+           "spec": {"containers": [{"name": "c", "image": "check"}]}}
+    return _review(obj, "", "v1", "pods", namespace)
+
+
+def _review(obj: dict, group: str, version: str, resource: str, namespace: str) -> dict:
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": str(uuid.uuid4()), "kind": {"group": group, "version": version, "kind": obj["kind"]},
+        "resource": {"group": group, "version": version, "resource": resource}, "operation": "CREATE",
+        "namespace": namespace, "name": PROBE_NAME, "object": obj, "dryRun": True,
+        "userInfo": {"username": "workload-webhook-check"}}}
+
+
+def judge_answer(review: dict, status: int, body: bytes, expect_denial: bool) -> str | None:
+    """None when the answer is this service's, as expected; else what is wrong (pure, unit-tested)."""
+    if status != 200:
+        return f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}"
+    try:
+        response = json.loads(body)["response"]
+    except (ValueError, KeyError, TypeError):
+        return f"not an AdmissionReview answer: {body[:200].decode('utf-8', 'replace')}"
+    if response.get("uid") != review["request"]["uid"]:
+        return "the answer's uid is not the request's"
+    if not expect_denial:
+        if response.get("allowed") is not True or response.get("patch"):
+            return f"a Pod that names no group was not allowed unchanged: {json.dumps(response)[:200]}"
+        return None
+    causes = ((response.get("status") or {}).get("details") or {}).get("causes") or []
+    if response.get("allowed") is not False or not any(c.get("field") == PROBE_FIELD for c in causes):
+        return f"a PodGroup with gang.minCount 0 was not denied at {PROBE_FIELD}: {json.dumps(response)[:300]}"
     return None
 
 
-def _denied(api, namespace: str) -> str | None:
-    """None when the dry run is denied with DIS-2, else what happened."""
+def _configurations(api, name: str) -> tuple[list[dict], str | None]:
+    """The two registered configurations, or what is missing."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
+    adm = client.AdmissionregistrationV1Api(api)
+    out = []
+    for kind, read in zip(KINDS, (adm.read_validating_webhook_configuration, adm.read_mutating_webhook_configuration)):
+        try:
+            conf = api.sanitize_for_serialization(read(name, _request_timeout=TIMEOUT))
+        except ApiException as exc:
+            return [], f"{kind} {name}: {'not registered' if exc.status == 404 else f'HTTP {exc.status}'}"
+        if not conf.get("webhooks") or not all((h.get("clientConfig") or {}).get("caBundle") for h in conf["webhooks"]):
+            return [], f"{kind} {name}: no caBundle yet"
+        out.append(conf)
+    return out, None
+
+
+def _hook_for(conf: dict, resource: str) -> dict | None:
+    return next((h for h in conf["webhooks"] if any(resource in (r.get("resources") or []) for r in h.get("rules") or [])),
+                None)
+
+
+def _endpoints(api, client_config: dict) -> tuple[list[tuple[str, int]], str, str]:
+    """Where the API server would send the review: (address, port) pairs, the TLS name, the path."""
+    if client_config.get("url"):
+        url = urlsplit(client_config["url"])
+        return [(url.hostname, url.port or 443)], url.hostname, url.path or "/"
+    from kubernetes import client
+    svc = client_config["service"]
+    name, namespace, port = svc["name"], svc["namespace"], svc.get("port") or 443
+    service = client.CoreV1Api(api).read_namespaced_service(name, namespace, _request_timeout=TIMEOUT)
+    port_name = next((p.name for p in service.spec.ports or [] if p.port == port), None)
+    slices = client.DiscoveryV1Api(api).list_namespaced_endpoint_slice(
+        namespace, label_selector=f"kubernetes.io/service-name={name}", _request_timeout=TIMEOUT)
+    found = []
+    for s in slices.items:
+        target = next((p.port for p in s.ports or [] if p.name == port_name), None)
+        for ep in s.endpoints or []:
+            if target and (ep.conditions is None or ep.conditions.ready is not False):
+                found += [(address, target) for address in ep.addresses]
+    return sorted(set(found)), f"{name}.{namespace}.svc", svc.get("path") or "/"
+
+
+def _post(address: str, port: int, tls_name: str, path: str, ca_pem: str, review: dict) -> tuple[int, bytes]:
+    """One review over TLS, trusting only the configuration's caBundle, as the API server does."""
+    ctx = ssl.create_default_context(cadata=ca_pem)
+    raw = socket.create_connection((address, port), timeout=TIMEOUT[1])
+    conn = http.client.HTTPConnection(tls_name, port, timeout=TIMEOUT[1])
     try:
-        client.CustomObjectsApi(api).create_namespaced_custom_object(
-            "scheduling.k8s.io", "v1beta1", namespace, "podgroups", probe(namespace), dry_run="All",
-            _request_timeout=(5, 15))
-    except ApiException as exc:
-        text = exc.body.decode("utf-8", "replace") if isinstance(exc.body, bytes) else str(exc.body or exc.reason)
-        return None if "(DIS-2)" in text else f"denied, but not by this service: {text[:300]}"
-    return "admitted a PodGroup that breaks DIS-2: the webhook is not called"
+        conn.sock = ctx.wrap_socket(raw, server_hostname=tls_name)
+        conn.request("POST", path, json.dumps(review), {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        return resp.status, resp.read(1 << 20)
+    finally:
+        conn.close()
+        raw.close()
+
+
+def _ask(api, conf: dict, resource: str, review: dict, expect_denial: bool) -> tuple[int, str | None]:
+    """How many endpoints answered as expected, or the first problem."""
+    hook = _hook_for(conf, resource)
+    if hook is None:
+        return 0, f"{conf['kind']} {conf['metadata']['name']}: no webhook for {resource}"
+    cc = hook["clientConfig"]
+    endpoints, tls_name, path = _endpoints(api, cc)
+    if not endpoints:
+        return 0, f"Service {cc['service']['namespace']}/{cc['service']['name']} has no ready endpoint"
+    ca_pem = base64.b64decode(cc["caBundle"]).decode("ascii", "replace")
+    for address, port in endpoints:
+        try:
+            status, body = _post(address, port, tls_name, path, ca_pem, review)
+        except (OSError, ssl.SSLError, http.client.HTTPException) as exc:
+            return 0, f"{tls_name} at {address}:{port}{path}: {(str(exc).splitlines() or [type(exc).__name__])[0][:200]}"
+        problem = judge_answer(review, status, body, expect_denial)
+        if problem:
+            return 0, f"{tls_name} at {address}:{port}{path}: {problem}"
+    return len(endpoints), None
+
+
+def check_once(api, name: str, namespace: str) -> tuple[str | None, int]:
+    """(None, endpoints checked) when healthy, else (what is wrong, 0)."""
+    confs, problem = _configurations(api, name)
+    if problem:
+        return problem, 0
+    validating, mutating = confs
+    count, problem = _ask(api, validating, "podgroups", probe_review(namespace), expect_denial=True)
+    if problem is None:
+        _, problem = _ask(api, mutating, "pods", pod_review(namespace), expect_denial=False)
+    return problem, count
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,11 +184,12 @@ def run(args: argparse.Namespace) -> int:
     problem = "not checked"
     while time.monotonic() < deadline:
         try:
-            problem = _registered(api, args.name) or _denied(api, args.namespace)
-        except Exception as exc:        # an unreachable API server: say so, keep trying until the deadline
+            problem, count = check_once(api, args.name, args.namespace)
+        except Exception as exc:        # an unreachable API server, a 403: say so, keep trying until the deadline
             problem = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
         if problem is None:
-            print(f"ok: {args.name} is registered and denies a PodGroup that breaks DIS-2 in {args.namespace}")
+            print(f"ok: {args.name} is registered; {count} endpoint(s) answer with a certificate its caBundle "
+                  f"verifies and deny a PodGroup with gang.minCount 0 (POL-2), whatever the enforcement settings")
             return EXIT_OK
         time.sleep(1)
     print(f"unhealthy after {args.timeout:.0f} s: {problem}", file=sys.stderr)

@@ -357,10 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("-o", "--output", choices=("text", "json"), default="text")
     a.set_defaults(func=cmd_audit)
 
-    ck = sub.add_parser("check", help="is a release admitting? (registered, and denies a DIS-2 probe in a dry run); "
-                                      "the chart's helm test")
+    ck = sub.add_parser("check", help="is a release admitting? (registered, and every endpoint denies a POL-2 probe "
+                                      "sent as the API server sends it); the chart's helm test")
     ck.add_argument("--name", default="workload-webhook", help="the webhook configurations' name")
-    ck.add_argument("--namespace", default="default", help="where the probe PodGroup is dry-run (not the webhook's own)")
+    ck.add_argument("--namespace", default="default", help="the namespace the probe objects name (nothing is created)")
     ck.add_argument("--kubeconfig", metavar="FILE",
                     help="default: $KUBECONFIG, else ~/.kube/config, else in-cluster (as kubectl)")
     ck.add_argument("--timeout", type=float, default=60, metavar="SECONDS", help="how long to wait; default 60")
