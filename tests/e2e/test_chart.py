@@ -134,7 +134,7 @@ def test_chart_config_is_what_the_service_loads_and_webhooks_match_the_service(c
         assert essence(chart_doc) == essence(ours), kind
     # The Pod membership policy (webhook/vap/pod_membership.py) and its binding, as the chart renders them.
     for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
-        chart_doc = next(d for d in docs if d["kind"] == kind)
+        chart_doc = next(d for d in docs if d["kind"] == kind and d["metadata"]["name"].endswith("-pod-membership"))
         ours = next(d for d in expected if d["kind"] == kind)
         assert (chart_doc["metadata"]["name"], chart_doc["spec"]) == (ours["metadata"]["name"], ours["spec"]), kind
 
@@ -360,9 +360,117 @@ def test_vap_values_render_what_the_service_registers(cluster, tmp_path):
     expected = configurations(cfg, Endpoint(b"x", url="https://127.0.0.1:9443"), name=FULLNAME, namespace=NS)
     for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
         ours = sorted((d["metadata"]["name"], json.dumps(d["spec"], sort_keys=True)) for d in expected if d["kind"] == kind)
-        chart = sorted((d["metadata"]["name"], json.dumps(d["spec"], sort_keys=True)) for d in docs if d["kind"] == kind)
+        chart = sorted((d["metadata"]["name"], json.dumps(d["spec"], sort_keys=True)) for d in docs if d["kind"] == kind
+                       and not d["metadata"]["name"].endswith("-registration"))    # the chart's own (registrationpolicy.yaml)
         assert chart == ours and len(ours) == 2, kind
     hooks = next(d for d in docs if d["kind"] == "ValidatingWebhookConfiguration")["webhooks"]
     assert [h["name"] for h in hooks] == [h["name"] for h in next(
         d for d in expected if d["kind"] == "ValidatingWebhookConfiguration")["webhooks"]]
     assert not any("targets.validate" in h["name"] for h in hooks)
+
+
+# ---------------------------------------------------------------- what a stolen ServiceAccount token can do
+
+def hook_attempts(fullname: str, namespace: str) -> list[tuple[str, dict, str]]:
+    """(what, configuration, the refusal's words): what a token of the release's ServiceAccount
+    might register. RBAC lets it create any webhook configuration (create cannot be limited
+    by name); the release's ValidatingAdmissionPolicy refuses each of these."""
+    own = {"name": fullname, "namespace": namespace, "path": "/validate", "port": 443}
+
+    def config(name, rules, kind="ValidatingWebhookConfiguration", service=own, selector=True, conditions=None):
+        hook = {"name": "x.validate.workload-webhook.k8s.io", "clientConfig": {"service": service, "caBundle": "eA=="},
+                "rules": rules, "sideEffects": "None", "admissionReviewVersions": ["v1"], "failurePolicy": "Ignore"}
+        if selector:
+            hook["namespaceSelector"] = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                                                               "values": ["kube-system", namespace]}]}
+        if conditions:
+            hook["matchConditions"] = conditions
+        return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name},
+                "webhooks": [hook]}
+
+    def rule(groups, resources):
+        return [{"apiGroups": groups, "apiVersions": ["*"], "resources": resources, "operations": ["CREATE", "UPDATE"]}]
+    pods = rule([""], ["pods"])
+    return [
+        ("a webhook for Secrets under another name", config("steal", rule([""], ["secrets"])),
+         f"may write only the webhook configurations named {fullname}"),
+        ("a webhook for Secrets under the release's name", config(fullname, rule([""], ["secrets"])),
+         "a rule of the core API group may name only pods"),
+        ("every resource of every group", config(fullname, rule(["*"], ["*"])), "every rule must stay within the API groups"),
+        ("a wildcard in a target's group", config(fullname, rule(["training.example.com"], ["*"])),
+         "no rule may name a wildcard resource"),
+        ("PriorityClasses of scheduling.k8s.io", config(fullname, rule(["scheduling.k8s.io"], ["priorityclasses"])),
+         "a rule of scheduling.k8s.io may name only"),
+        ("every Pod, without the pod-group condition", config(fullname, pods, "MutatingWebhookConfiguration"),
+         "a Pod webhook must keep the condition"),
+        ("kube-system included", config(fullname, rule(["scheduling.k8s.io"], ["podgroups"]), selector=False),
+         "every webhook must leave the namespaces kube-system"),
+        ("another Service", config(fullname, rule(["scheduling.k8s.io"], ["podgroups"]),
+                                   service={**own, "name": "evil", "namespace": "default"}),
+         "every webhook must call the release's own Service"),
+    ]
+
+
+def token_kubectl(cluster, kubeconfig: str):
+    def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([cluster.kubectl, "--kubeconfig", kubeconfig, *args], input=stdin, capture_output=True,
+                              text=True, timeout=60)
+    return run
+
+
+def test_a_stolen_service_account_token_cannot_register_other_webhooks(cluster, kubectl, tmp_path):
+    """Issue 27 point 5, on the plain control plane (the same on the real node: test_chart_node.py).
+    The chart in Service mode (its Pods never run here: no node); a token of its ServiceAccount."""
+    ns, release, full = "ww-policy", "wwp", "wwp-workload-webhook"
+    kubectl("create", "namespace", ns, check=False)
+    helm(cluster, "install", release, CHART, "-n", ns, "-f", values_file(tmp_path, config={"targets": [TRAINJOB_TARGET]}))
+    try:
+        policy = f"{full}-registration"      # (its type check is kube-controller-manager's: on the real node)
+        as_sa = token_kubectl(cluster, token_kubeconfig(cluster, kubectl, full, ns, tmp_path / "sa.kubeconfig"))
+        assert as_sa("auth", "can-i", "create", "validatingwebhookconfigurations").stdout.strip() == "yes"  # RBAC alone
+        attempts = hook_attempts(full, ns)
+        # The API server enforces a new policy a moment after it exists: a dry run shows when.
+        _wait_for(lambda: "denied request" in as_sa("create", "--dry-run=server", "-f", "-",
+                                                   stdin=yaml.safe_dump(attempts[0][1])).stderr, "the policy enforced")
+        for what, doc, words in attempts:
+            proc = as_sa("create", "-f", "-", stdin=yaml.safe_dump(doc))
+            assert proc.returncode != 0 and "denied request" in proc.stderr and words in proc.stderr, (what, proc.stderr)
+        assert not kubectl("get", "validatingwebhookconfiguration,mutatingwebhookconfiguration", "-o", "name").stdout \
+            .count(full) and "steal" not in kubectl("get", "validatingwebhookconfiguration", "-o", "name").stdout
+        # What the serving Pods register (the ConfigMap's webhooks.yaml) is admitted, and a caBundle patch too.
+        legit = [d for d in yaml.safe_load_all(kubectl("get", "configmap", full, "-n", ns, "-o",
+                                                        "jsonpath={.data.webhooks\\.yaml}").stdout) if d]
+        proc = as_sa("create", "-f", "-", stdin=yaml.safe_dump_all(legit))
+        assert proc.returncode == 0, proc.stderr
+        patch = json.dumps([{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": "eA=="}])
+        proc = as_sa("patch", "validatingwebhookconfiguration", full, "--type=json", "-p", patch)
+        assert proc.returncode == 0, proc.stderr
+        # An update may not widen it either.
+        widened = json.loads(kubectl("get", "validatingwebhookconfiguration", full, "-o", "json").stdout)
+        widened["webhooks"][0]["rules"].append({"apiGroups": [""], "apiVersions": ["v1"], "resources": ["secrets"],
+                                                "operations": ["CREATE"]})
+        proc = as_sa("replace", "-f", "-", stdin=json.dumps(widened))
+        assert proc.returncode != 0 and "a rule of the core API group may name only pods" in proc.stderr, proc.stderr
+        # What RBAC can say, it says: no delete, no one else's configuration, no policy of its own.
+        for verb, what in (("delete", f"validatingwebhookconfiguration/{full}"), ("update", "validatingwebhookconfiguration/other"),
+                           ("create", "validatingadmissionpolicies"), ("delete", f"validatingadmissionpolicy/{policy}"),
+                           ("create", "mutatingadmissionpolicies")):
+            assert as_sa("auth", "can-i", verb, what).stdout.strip() == "no", (verb, what)
+        proc = as_sa("delete", "validatingwebhookconfiguration", full)
+        assert proc.returncode != 0 and "forbidden" in proc.stderr
+        # The policy binds that one user: an administrator still registers what they like.
+        kubectl.create(attempts[0][1])
+        kubectl("delete", "validatingwebhookconfiguration", "steal")
+    finally:
+        helm(cluster, "uninstall", release, "-n", ns, check=False)
+        kubectl("delete", "validatingwebhookconfiguration,mutatingwebhookconfiguration", full, "steal",
+                "--ignore-not-found", check=False)
+
+
+def _wait_for(check, what: str, timeout: float = 30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := check():
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"{what}: not within {timeout:.0f} s")

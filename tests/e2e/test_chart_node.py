@@ -24,7 +24,9 @@ import yaml
 
 from tests.e2e import summary
 from tests.e2e.test_agreement import PLURALS, exclusion, versions
-from tests.e2e.test_chart import ALL_GATES, CHART, TRAINJOB_TARGET
+from tests.e2e.rest import token_kubeconfig
+from tests.e2e.test_chart import ALL_GATES, CHART, TRAINJOB_TARGET, hook_attempts
+from webhook.cluster.registrar import ANNOTATION_REVISION
 from tests.server.harness import REPO
 from tests.unit.helpers import pod, podgroup
 from tests.unit.test_upstream_cases import CASES
@@ -86,6 +88,7 @@ def release(real_node, images, tmp_path_factory):
         "image": {"repository": repository.removeprefix("docker.io/library/"), "tag": tag, "pullPolicy": "Never"},
         "replicaCount": 2,
         "config": {"targets": [TRAINJOB_TARGET]},
+        "tests": {"timeoutSeconds": 15},         # the failing `helm test` below gives up after this
     }))
     t0 = time.monotonic()
     proc = node.helm("install", RELEASE, CHART, "-n", NS, "--create-namespace", "-f", str(values),
@@ -260,6 +263,117 @@ def _peak_memory(node) -> str | None:
                               recursive=True):
             peaks.append(int(open(path).read()) / 2**20)
     return ", ".join(f"{m:.0f} MiB" for m in peaks) + f" (limit {limit})" if peaks else None
+
+
+# ---------------------------------------------------------------- issue 27: safe to hand to operators
+
+SERVING = "app.kubernetes.io/name=workload-webhook,app.kubernetes.io/component=webhook"
+
+
+def _revision(node) -> set[str]:
+    return {json.loads(node.kubectl("get", kind, FULLNAME, "-o", "json").stdout)["metadata"]["annotations"]
+            .get(ANNOTATION_REVISION) for kind in HOOK_KINDS}
+
+
+def _test_objects(node) -> list[str]:
+    """Whatever `helm test` created that is still there, anywhere."""
+    name = f"{FULLNAME}-test"
+    left = [f"{kind}/{n}" for kind in ("clusterrole", "clusterrolebinding") for n in names(node, kind) if n == name]
+    for kind in ("pod", "serviceaccount", "role", "rolebinding"):
+        out = node.kubectl("get", kind, "-A", "-o", "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} "
+                           "{end}").stdout.split()
+        left += [f"{kind}/{n}" for n in out if n.endswith("/" + name)]
+    return left
+
+
+def test_helm_test_passes_in_the_rollout_phases_the_docs_recommend(release, tmp_path):
+    """Warn by default, DIS-2 at audit, forbidAllWithBasic off, the tenant namespace excluded: the
+    DIS-2 dry run the old test relied on is admitted, and `helm test` still proves the release."""
+    relaxed = tmp_path / "relaxed.yaml"
+    relaxed.write_text(yaml.safe_dump({
+        "config": {"targets": [TRAINJOB_TARGET], "policies": {"forbidAllWithBasic": False},
+                   "enforcement": {"default": "warn", "rules": {"DIS-2": "audit"}}},
+        "webhook": {"extraExcludedNamespaces": [TENANT]}}))
+    try:
+        release.helm("upgrade", RELEASE, CHART, "-n", NS, "--reuse-values", "-f", str(relaxed), "--wait",
+                     "--timeout", "180s", timeout=240)
+        # The new Pods registered the new revision (through the registration policy, as their ServiceAccount).
+        wait_for("revision 2 registered", lambda: _revision(release) == {"2"}, release, timeout=90)
+        wait_for("the bad TrainJob admitted in this phase", lambda: release.kubectl(
+            "create", "-f", "-", "--dry-run=server", input=yaml.safe_dump(bad_trainjob("relaxed")),
+            check=False).returncode == 0, release, interval=1)
+        proc = release.helm("test", RELEASE, "-n", NS, "--timeout", "120s", check=False, timeout=180)
+        assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{release.diagnose(NS)}"
+        assert f"ok: {FULLNAME} is registered; 2 endpoint(s) answer" in proc.stderr, proc.stderr   # the Pod's log
+        assert _test_objects(release) == []
+    finally:
+        # Back by an upgrade to the first values: a `helm rollback` re-applies revision 1's manifest, whose
+        # Pods carry revision 1 and so never overwrite the registration of revision 2.
+        first = tmp_path / "first.yaml"
+        first.write_text(release.helm("get", "values", RELEASE, "-n", NS, "--revision", "1", "-o", "yaml").stdout)
+        release.helm("upgrade", RELEASE, CHART, "-n", NS, "--reset-values", "-f", str(first), "--wait",
+                     "--timeout", "180s", check=False, timeout=240)
+    wait_for("revision 3 registered", lambda: _revision(release) == {"3"}, release, timeout=90)
+    wait_for("the API server calling the webhook again", lambda: "(DIS-2)" in release.kubectl(
+        "create", "-f", "-", "--dry-run=server", input=yaml.safe_dump(bad_trainjob("probe")), check=False).stderr,
+        release, interval=1, timeout=120)
+
+
+def test_a_failing_helm_test_says_why_and_leaves_nothing_behind(release):
+    release.kubectl("scale", "deployment", FULLNAME, "-n", NS, "--replicas=0")
+    try:
+        wait_for("no serving Pod left", lambda: not names(release, "pods", NS) or None, release, timeout=90)
+        proc = release.helm("test", RELEASE, "-n", NS, "--timeout", "120s", check=False, timeout=180)
+        assert proc.returncode != 0, proc.stdout
+        # The check's own line, copied out of the Pod by helm before the Pod was deleted.
+        assert f"unhealthy after 15 s: Service {NS}/{FULLNAME} has no ready endpoint" in proc.stderr, proc.stderr
+        assert _test_objects(release) == []
+    finally:
+        release.kubectl("scale", "deployment", FULLNAME, "-n", NS, "--replicas=2")
+        release.kubectl("rollout", "status", f"deployment/{FULLNAME}", "-n", NS, "--timeout=180s", timeout=200)
+    wait_for("the API server calling the webhook again", lambda: "(DIS-2)" in release.kubectl(
+        "create", "-f", "-", "--dry-run=server", input=yaml.safe_dump(bad_trainjob("probe")), check=False).stderr,
+        release, interval=1, timeout=120)
+
+
+def test_a_stolen_service_account_token_cannot_register_a_webhook_for_secrets(release, tmp_path):
+    policy = f"{FULLNAME}-registration"
+    # kube-controller-manager type-checks every expression against the webhook configurations' schema.
+    status = wait_for("the registration policy type-checked", lambda: (lambda st: st if "typeChecking" in st else None)(
+        json.loads(release.kubectl("get", "validatingadmissionpolicy", policy, "-o", "json").stdout).get("status")
+        or {}), release)
+    assert not status["typeChecking"].get("expressionWarnings"), status
+    kubeconfig = token_kubeconfig(release.cp, release.kubectl, FULLNAME, NS, tmp_path / "stolen.kubeconfig")
+    assert release.kubectl("--kubeconfig", kubeconfig, "auth", "can-i", "create", "validatingwebhookconfigurations",
+                           check=False).stdout.strip() == "yes"    # RBAC cannot say no to this
+    for what, doc, words in hook_attempts(FULLNAME, NS):
+        proc = release.kubectl("--kubeconfig", kubeconfig, "create", "-f", "-", input=yaml.safe_dump(doc), check=False)
+        assert proc.returncode != 0 and f"ValidatingAdmissionPolicy '{policy}'" in proc.stderr and words in proc.stderr, \
+            (what, proc.stderr)
+    assert "steal" not in release.kubectl("get", "validatingwebhookconfiguration", "-o", "name").stdout
+    proc = release.kubectl("--kubeconfig", kubeconfig, "delete", "validatingwebhookconfiguration", FULLNAME, check=False)
+    assert proc.returncode != 0 and "forbidden" in proc.stderr
+    assert release.kubectl("--kubeconfig", kubeconfig, "auth", "can-i", "get", "secrets", "-n", "kube-system",
+                           check=False).stdout.strip() == "no"
+
+
+def test_metrics_are_served_on_their_own_port_and_admission_is_not(release):
+    """As a scraper sees them (through the API server's Pod proxy, over TLS): /metrics on 9090 sums the
+    Pod's workers; the admission port no longer serves it, and the metrics port serves nothing else."""
+    scraped = []
+    for pod_name in names(release, "pods", NS):
+        proxy = f"/api/v1/namespaces/{NS}/pods/https:{pod_name}:{{port}}/proxy/{{path}}"
+        scraped.append(release.kubectl("get", "--raw", proxy.format(port=9090, path="metrics")).stdout)
+        assert 'workload_webhook_cluster_cache_synced{resource="podgroups"} 1.0' in scraped[-1], scraped[-1][:2000]
+        for port, path in ((8443, "metrics"), (9090, "healthz"), (9090, "validate")):
+            proc = release.kubectl("get", "--raw", proxy.format(port=port, path=path), check=False)
+            assert proc.returncode != 0 and "NotFound" in proc.stderr, (port, path, proc.stdout[:200], proc.stderr)
+    assert any('workload_webhook_requests_total{' in m and 'kind="TrainJob"' in m for m in scraped)
+    # `kubectl logs deploy/...` and the PodDisruptionBudget see the serving Pods, by the component too.
+    assert sorted(names(release, "pods", NS)) == sorted(release.kubectl(
+        "get", "pods", "-n", NS, "-l", SERVING, "-o", "jsonpath={.items[*].metadata.name}").stdout.split())
+    pdb = json.loads(release.kubectl("get", "pdb", FULLNAME, "-n", NS, "-o", "json").stdout)
+    assert pdb["status"]["expectedPods"] == 2 and pdb["status"]["currentHealthy"] == 2
 
 
 def test_the_serving_pods_logged_no_error_and_no_traceback(release):

@@ -16,9 +16,35 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
+{{/* The Deployment's selector, immutable since the first release, and the Service's: the audit and
+     test Pods carry another app.kubernetes.io/name (ww.componentLabels), so neither ever matches them. */}}
 {{- define "ww.selector" -}}
 app.kubernetes.io/name: workload-webhook
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The serving Pods and what selects them besides the Deployment and Service: the
+     PodDisruptionBudget, the NetworkPolicy, the spread constraints. */}}
+{{- define "ww.servingSelector" -}}
+{{ include "ww.selector" . }}
+app.kubernetes.io/component: webhook
+{{- end -}}
+
+{{- define "ww.servingLabels" -}}
+{{ include "ww.labels" . }}
+app.kubernetes.io/component: webhook
+{{- end -}}
+
+{{/* The release's other components (audit, test): their own name, so no selector of the serving
+     Pods matches them; part-of ties them to the release's application. */}}
+{{- define "ww.componentLabels" -}}
+app.kubernetes.io/name: workload-webhook-{{ .component }}
+app.kubernetes.io/part-of: workload-webhook
+app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- end -}}
 
 {{- define "ww.tlsSecret" -}}
@@ -27,8 +53,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* The config file: the user's config plus what the chart decides (server, certificates). */}}
 {{- define "ww.config" -}}
+{{- if eq (int .Values.server.metricsPort) (int .Values.server.port) -}}
+{{- fail (printf "server.metricsPort (%d) must differ from server.port: the metrics have a port of their own" (int .Values.server.metricsPort)) -}}
+{{- end -}}
 {{- $c := deepCopy .Values.config -}}
-{{- $_ := set $c "server" (dict "port" (int .Values.server.port) "bindAddress" "0.0.0.0" "certDir" "/var/run/workload-webhook/certs" "workers" (int .Values.server.workers) "maxBodyBytes" (int .Values.server.maxBodyBytes) "lookupTimeoutSeconds" .Values.server.lookupTimeoutSeconds "logLevel" .Values.server.logLevel "logFormat" .Values.server.logFormat "cluster" "auto" "handshakeTimeoutSeconds" .Values.server.handshakeTimeoutSeconds "idleTimeoutSeconds" .Values.server.idleTimeoutSeconds "maxConnections" (int .Values.server.maxConnections) "gracefulTimeoutSeconds" (int .Values.server.gracefulTimeoutSeconds)) -}}
+{{- $_ := set $c "server" (dict "port" (int .Values.server.port) "metricsPort" (int .Values.server.metricsPort) "metricsTLS" .Values.server.metricsTLS "bindAddress" "0.0.0.0" "certDir" "/var/run/workload-webhook/certs" "workers" (int .Values.server.workers) "maxBodyBytes" (int .Values.server.maxBodyBytes) "lookupTimeoutSeconds" .Values.server.lookupTimeoutSeconds "logLevel" .Values.server.logLevel "logFormat" .Values.server.logFormat "cluster" "auto" "handshakeTimeoutSeconds" .Values.server.handshakeTimeoutSeconds "idleTimeoutSeconds" .Values.server.idleTimeoutSeconds "maxConnections" (int .Values.server.maxConnections) "gracefulTimeoutSeconds" (int .Values.server.gracefulTimeoutSeconds)) -}}
 {{- if eq .Values.certificates.mode "self" -}}
 {{- $s := .Values.certificates.self -}}
 {{- $_ := set $c "certificates" (dict "mode" "secret" "secret" (printf "%s/%s" .Release.Namespace (include "ww.tlsSecret" .)) "webhookConfiguration" (include "ww.fullname" .) "caConfigMap" (printf "%s-ca" (include "ww.fullname" .)) "dnsNames" (include "ww.dnsNames" . | fromYamlArray) "caValiditySeconds" (int $s.caValiditySeconds) "leafValiditySeconds" (int $s.leafValiditySeconds) "graceSeconds" (int $s.graceSeconds) "checkIntervalSeconds" (int $s.checkIntervalSeconds)) -}}
@@ -90,11 +119,15 @@ namespaceSelector:
       values: {{ concat (list "kube-system" .Release.Namespace) .Values.webhook.extraExcludedNamespaces | uniq | sortAlpha | toJson }}
 {{- end -}}
 
-{{- define "ww.podMatch" -}}
+{{- define "ww.podMatchExpression" -}}
 {{- $label := default "scheduling.k8s.io/pod-group" .Values.config.pods.groupLabel -}}
+{{- printf "(has(object.metadata.labels) && '%s' in object.metadata.labels) || has(object.spec.schedulingGroup)" $label -}}
+{{- end -}}
+
+{{- define "ww.podMatch" -}}
 matchConditions:
   - name: names-a-pod-group
-    expression: {{ printf "(has(object.metadata.labels) && '%s' in object.metadata.labels) || has(object.spec.schedulingGroup)" $label | quote }}
+    expression: {{ include "ww.podMatchExpression" . | quote }}
 {{- end -}}
 
 {{/* The targets webhook rules cover: config.targets plus those of config.profiles
