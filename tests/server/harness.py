@@ -54,18 +54,18 @@ class Server:
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 if self._port_taken(log_start) and self.port_fixed:
-                    self.stop()
+                    self.stop(kill=True)
                     raise PortTaken(self.port)
                 if self._port_taken(log_start) and attempt + 1 < port_attempts:
-                    self.stop()
+                    self.stop(kill=True)
                     self.port = free_port()
                     self.args[self.args.index("--port") + 1] = str(self.port)
                     break
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"serve exited with {self.proc.returncode}:\n{self.log()}")
                 if os.path.exists(os.path.join(self.cert_dir, "ca.crt")):
-                    try:
-                        status, _, _ = self.get("/healthz")
+                    try:    # a short timeout: the port may be another process's that never answers
+                        status, _, _ = self.get("/healthz", conn=self.connection(timeout=1))
                         if status == 200:
                             return self
                     except (OSError, ssl.SSLError, http.client.HTTPException):
@@ -84,9 +84,11 @@ class Server:
         except OSError:
             return False
 
-    def stop(self) -> None:
+    def stop(self, kill: bool = False) -> None:
+        """SIGTERM and wait; `kill`: SIGKILL, for a server that never served (gunicorn
+        retries a taken port for 5 s before it looks at a SIGTERM)."""
         if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            os.killpg(self.proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
             try:
                 self.proc.wait(15)
             except subprocess.TimeoutExpired:
@@ -151,6 +153,30 @@ class Server:
         body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}).encode()
         status, _, data = self.request("POST", path, body, {"Content-Type": "application/json"}, conn=conn)
         return status, json.loads(data)
+
+
+def read_answers(sock, count: int) -> list[tuple[int, dict, bytes]]:
+    """Up to `count` answers from a socket, fewer when it ends first: (status, headers, body)."""
+    data, answers = b"", []
+    while len(answers) < count:
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return answers
+            data += chunk
+        head, _, data = data.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        status = int(lines[0].split(b" ", 2)[1])
+        headers = {k.strip().lower().decode(): v.strip().decode() for k, v in (ln.split(b":", 1) for ln in lines[1:])}
+        length = int(headers.get("content-length", 0)) if status != 100 else 0
+        while len(data) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return answers          # cut short: not an answer
+            data += chunk
+        answers.append((status, headers, data[:length]))
+        data = data[length:]
+    return answers
 
 
 def admission_request(obj: dict, operation: str = "CREATE", uid: str = "uid-1", old: dict | None = None,
