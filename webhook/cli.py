@@ -292,6 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seconds a connection may wait for, and send, a request head; default 30")
     sv.add_argument("--max-connections", dest="max_connections", type=int,
                     help="open connections per worker; default 1000")
+    sv.add_argument("--body-budget-bytes", dest="body_budget_bytes", type=int,
+                    help="request body bytes a worker holds at once, over all its connections; default 16777216 (16 MiB)")
+    sv.add_argument("--body-timeout", dest="body_timeout", type=float,
+                    help="seconds a request body may take from its start to its last byte; default 10")
     sv.add_argument("--lookup-timeout", dest="lookup_timeout", type=float,
                     help="seconds a PodGroup/Workload lookup may take; default 2")
     sv.add_argument("--log-level", dest="log_level", choices=("debug", "info", "warning", "error"))

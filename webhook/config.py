@@ -50,6 +50,8 @@ class ServerSettings:
     idleTimeoutSeconds: float = 30.0        # waiting for (and reading) a request head, keep-alive included
     maxConnections: int = 1000              # open connections per worker
     gracefulTimeoutSeconds: int = 20        # in-flight requests may finish after SIGTERM
+    bodyBudgetBytes: int = 16 * 1024 * 1024  # request body bytes a worker holds at once (webhook/server/budget.py)
+    bodyTimeoutSeconds: float = 10.0        # a request body from its start to its last byte
     lookupTimeoutSeconds: float = 2.0
     logLevel: str = "info"
     logFormat: str = "json"
@@ -109,11 +111,23 @@ class Config:
 def server_problems(s: ServerSettings) -> list[str]:
     """The same bounds as the config schema, for values that came from flags or env."""
     data = {k: getattr(s, k) for k in ServerSettings.__dataclass_fields__}
-    problems = _problems(structural_errors("config", {"server": data}))
+    errors = structural_errors("config", {"server": data})
+    if not errors and (budget := _budget_error(s)) is not None:
+        errors.append(budget)
+    problems = _problems(errors)
     if s.metricsPort and s.metricsPort == s.port:
         problems.append(f"server.metricsPort: Invalid value: {s.metricsPort}: must differ from server.port "
                         "(0 serves /metrics on the admission port)")
     return problems
+
+
+def _budget_error(s: ServerSettings) -> FieldError | None:
+    """A body claims up to maxBodyBytes of the budget at once (webhook/server/budget.py):
+    a smaller budget could never hold the largest body the server accepts."""
+    if s.bodyBudgetBytes < s.maxBodyBytes:
+        return invalid(Path("server", "bodyBudgetBytes"), s.bodyBudgetBytes,
+                       f"must be at least server.maxBodyBytes ({s.maxBodyBytes})")
+    return None
 
 
 def _problems(errors: list[FieldError]) -> list[str]:
@@ -157,6 +171,8 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
                               f"must be at least 3 x checkIntervalSeconds ({3 * interval}): every replica must "
                               "see a new CA before certificates move to it"))
     enforcement = parse_enforcement(data.get("enforcement"), errors)
+    if (budget := _budget_error(ServerSettings(**(data.get("server") or {})))) is not None:
+        errors.append(budget)
     if cert.get("mode") == "secret" and "/" not in (cert.get("secret") or ""):
         errors.append(FieldError("Required", Path("certificates", "secret"), detail="namespace/name of the Secret for mode secret"))
     if errors:

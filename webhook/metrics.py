@@ -13,6 +13,12 @@ REQUESTS = Counter("workload_webhook_requests_total", "Admission requests answer
 LATENCY = Histogram("workload_webhook_request_duration_seconds", "Time to answer an admission request",
                     ["endpoint"], buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
 REJECTED_INPUT = Counter("workload_webhook_rejected_input_total", "Requests refused before judging (4xx)", ["reason"])
+# Every reason a connection refuses a request with (webhook/server/request.py, connection.py),
+# so that each series exists from start-up at zero (webhook/server/worker.py creates them).
+HTTP_REFUSAL_REASONS = ("malformed", "head_too_large", "host", "framing", "expectation", "upgrade",
+                        "trailers_too_large", "body_too_large", "incomplete", "head_timeout", "body_timeout", "busy")
+HTTP_REFUSED = Counter("workload_webhook_http_refused_total",
+                       "Requests the HTTP layer refused (4xx/5xx, then the connection closes), by reason", ["reason"])
 CONNECTIONS_DROPPED = Counter("workload_webhook_connections_dropped_total",
                               "Connections closed before a request: TLS handshake failed or timed out", ["phase"])
 ERRORS = Counter("workload_webhook_internal_errors_total", "Objects the engine failed to judge", ["endpoint"])

@@ -20,7 +20,8 @@ SERVER_FLAGS = {
     "lookup_timeout": ("lookupTimeoutSeconds", float), "log_level": ("logLevel", str),
     "log_format": ("logFormat", str), "cluster": ("cluster", str),
     "handshake_timeout": ("handshakeTimeoutSeconds", float), "idle_timeout": ("idleTimeoutSeconds", float),
-    "max_connections": ("maxConnections", int),
+    "max_connections": ("maxConnections", int), "body_budget_bytes": ("bodyBudgetBytes", int),
+    "body_timeout": ("bodyTimeoutSeconds", float),
 }
 
 

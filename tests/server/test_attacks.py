@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.server.harness import REPO, Server, admission_request
+from tests.server.harness import REPO, Server, admission_request, read_answers
 from tests.unit.helpers import podgroup, trainjob
 
 STALLED_PER_KIND = 200
@@ -305,3 +305,63 @@ def test_at_max_connections_a_worker_stops_accepting_until_one_closes(tmp_path):
         assert status == 200 and json.loads(body) == {"status": "ok"}
         for s in held:
             s.close()
+
+
+def test_sigterm_answers_every_request_sent_on_a_kept_alive_connection(tmp_path):
+    """Four keep-alive clients at about 100 requests/s and two sending 1.7 MB bodies;
+    SIGTERM to the whole process group. Every request sent on an open connection is
+    answered (the last answer of each connection says Connection: close), none meets a
+    connection closed under it; once the listeners are closed, new connections are refused."""
+    server = Server(str(tmp_path), extra=["--cluster", "disabled"]).start()
+    small = _validate_body()
+    big_obj = podgroup()
+    big_obj["metadata"]["annotations"] = {"pad": "x" * 1_700_000}
+    big = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                      "request": admission_request(big_obj)}).encode()
+    sigterm_at, lock = [0.0], threading.Lock()
+    sent_after, closed_answers, lost = [], [], []
+
+    def client(body: bytes, pause: float) -> None:
+        request = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        sock, deadline = None, time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if sock is None:
+                try:
+                    sock = _tls(server)
+                except (OSError, ssl.SSLError):
+                    return                          # refused: the listeners are closed
+            after = sigterm_at[0] > 0
+            try:
+                sock.sendall(request)
+                answer = (read_answers(sock, 1) or [None])[0]
+            except (OSError, ssl.SSLError):
+                answer = None
+            with lock:
+                if answer is None or answer[0] != 200:
+                    lost.append((after, answer and answer[0]))
+                elif after:
+                    sent_after.append(1)
+                if answer is not None and answer[1].get("connection") == "close":
+                    closed_answers.append(after)
+            if answer is None or answer[1].get("connection") == "close":
+                sock.close()
+                sock = None
+            time.sleep(pause)
+        if sock is not None:
+            sock.close()
+
+    threads = [threading.Thread(target=client, args=(small, 0.01), daemon=True) for _ in range(4)]
+    threads += [threading.Thread(target=client, args=(big, 0.05), daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(1.5)
+    sigterm_at[0] = time.monotonic()
+    os.killpg(server.proc.pid, signal.SIGTERM)
+    for t in threads:
+        t.join(30)
+    server.stop()
+    print(f"\n{len(sent_after)} requests answered after SIGTERM, {closed_answers.count(True)} with Connection: close")
+    assert lost == [], (lost, server.log()[-3000:])
+    # The stop met every client mid-stream: each one's last answer said Connection: close.
+    assert len(closed_answers) >= len(threads) - 1 and sent_after, (closed_answers, sent_after)

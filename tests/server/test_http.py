@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from tests.server.harness import Server, admission_request
+from tests.server.harness import Server, admission_request, read_answers
 from tests.unit.helpers import pod, podgroup
 
 
@@ -25,30 +25,6 @@ def _tls(server: Server):
     return server.ssl_context().wrap_socket(raw, server_hostname="localhost")
 
 
-def _read_answers(sock, count: int) -> list[tuple[int, dict, bytes]]:
-    """`count` answers from the socket: (status, headers, body)."""
-    data, answers = b"", []
-    while len(answers) < count:
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(65536)
-            if not chunk:
-                return answers
-            data += chunk
-        head, _, data = data.partition(b"\r\n\r\n")
-        lines = head.split(b"\r\n")
-        status = int(lines[0].split(b" ", 2)[1])
-        headers = {k.strip().lower().decode(): v.strip().decode() for k, v in (ln.split(b":", 1) for ln in lines[1:])}
-        length = int(headers.get("content-length", 0)) if status != 100 else 0
-        while len(data) < length:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        answers.append((status, headers, data[:length]))
-        data = data[length:]
-    return answers
-
-
 def _post(path: str, obj: dict, uid: str, extra: bytes = b"") -> bytes:
     body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                        "request": admission_request(obj, uid=uid)}).encode()
@@ -60,7 +36,7 @@ def test_pipelined_requests_are_answered_in_order(server):
     s = _tls(server)
     s.sendall(b"".join(_post("/validate" if i % 2 else "/mutate", podgroup() if i % 2 else pod({}), f"u{i}")
                        for i in range(10)) + b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
-    answers = _read_answers(s, 11)
+    answers = read_answers(s, 11)
     s.close()
     assert [a[0] for a in answers] == [200] * 11
     assert [json.loads(a[2])["response"]["uid"] for a in answers[:10]] == [f"u{i}" for i in range(10)]
@@ -72,9 +48,9 @@ def test_expect_100_continue(server):
     request = _post("/validate", podgroup(), "u-continue", extra=b"Expect: 100-continue\r\n")
     head, _, body = request.partition(b"\r\n\r\n")
     s.sendall(head + b"\r\n\r\n")
-    interim = _read_answers(s, 1)
+    interim = read_answers(s, 1)
     s.sendall(body)
-    final = _read_answers(s, 1)
+    final = read_answers(s, 1)
     s.close()
     assert interim[0][0] == 100
     assert final[0][0] == 200 and json.loads(final[0][2])["response"]["uid"] == "u-continue"
@@ -84,7 +60,7 @@ def test_expect_100_continue_over_the_limit_is_refused_before_the_body(server):
     s = _tls(server)
     s.sendall(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\n"
               b"Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n")
-    answers = _read_answers(s, 1)
+    answers = read_answers(s, 1)
     s.close()
     assert answers[0][0] == 413 and "server.maxBodyBytes" in json.loads(answers[0][2])["error"]
     assert answers[0][1]["connection"] == "close"
@@ -103,7 +79,7 @@ def test_head_has_the_length_and_no_body(server):
         extra = b""
     s.settimeout(10)
     s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
-    answer = _read_answers(s, 1)[0]
+    answer = read_answers(s, 1)[0]
     s.close()
     assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"\r\n\r\n") and extra == b""
     length = int(next(line.split(b":")[1] for line in data.split(b"\r\n") if line.lower().startswith(b"content-length")))
@@ -114,7 +90,7 @@ def test_http_1_0_and_connection_close_end_the_connection(server):
     for request in (b"GET /healthz HTTP/1.0\r\n\r\n", b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"):
         s = _tls(server)
         s.sendall(request)
-        answers = _read_answers(s, 1)
+        answers = read_answers(s, 1)
         assert answers[0][0] == 200
         assert s.recv(10) == b""        # closed by the server after the answer
         s.close()
@@ -130,7 +106,7 @@ def test_http_1_0_and_connection_close_end_the_connection(server):
 def test_heads_over_the_limits_or_malformed_are_a_one_line_400(server, request_bytes, phrase):
     s = _tls(server)
     s.sendall(request_bytes)
-    answers = _read_answers(s, 1)
+    answers = read_answers(s, 1)
     s.close()
     assert answers and answers[0][0] == 400, answers
     assert phrase in json.loads(answers[0][2])["error"]
@@ -141,6 +117,25 @@ def test_heads_over_the_limits_or_malformed_are_a_one_line_400(server, request_b
 def test_a_request_after_a_refused_one_on_the_same_bytes_is_not_read(server):
     s = _tls(server)
     s.sendall(b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n" + _post("/validate", podgroup(), "after"))
-    answers = _read_answers(s, 2)
+    answers = read_answers(s, 2)
     s.close()
     assert [a[0] for a in answers] == [400]
+
+
+def test_every_answer_has_a_date_and_http_1_1_without_host_is_a_400(server):
+    s = _tls(server)
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n")
+    answers = read_answers(s, 2)
+    s.close()
+    assert [a[0] for a in answers] == [200, 400]
+    assert all(a[1]["date"].endswith(" GMT") for a in answers)
+    assert "Host header field is missing" in json.loads(answers[1][2])["error"]
+
+
+def test_bytes_after_a_connection_close_request_leave_its_answer_alone(server):
+    s = _tls(server)
+    s.sendall(_post("/validate", podgroup(), "closing", extra=b"Connection: close\r\n") + b"GET / HTTP/1.1\r\n\r\n")
+    answers = read_answers(s, 2)
+    s.close()
+    assert [a[0] for a in answers] == [200]
+    assert json.loads(answers[0][2])["response"]["uid"] == "closing" and answers[0][1]["connection"] == "close"

@@ -79,7 +79,11 @@ def create_app(state: State) -> Admission:
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
-        return _one_line(exc.code or 400, exc.description.splitlines()[0] if exc.description else exc.name)
+        resp = _one_line(exc.code or 400, exc.description.splitlines()[0] if exc.description else exc.name)
+        for name, value in exc.get_headers():
+            if name.lower() == "allow":     # a 405 names the methods the target allows (RFC 9110 §15.5.6)
+                resp.headers[name] = value
+        return resp
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception) -> Response:

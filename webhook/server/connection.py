@@ -1,45 +1,56 @@
 """One HTTP/1.1 connection, after its TLS handshake: requests parsed by
-httptools (llhttp, Node's parser, in C), answered in order, each phase bounded.
+httptools (llhttp, Node's parser, in C), answered in the order they came
+(pipelining), every phase bounded (docs/operations.md#settings). What it reads:
+reader.py (a request and the rules its head must meet: request.py; the
+worker's budget of buffered bodies: budget.py); an answer's bytes:
+response.py; the deadlines: deadlines.py.
 
-- the head of a request, kept-alive idle time before it included:
-  `server.idleTimeoutSeconds`; a head over HEAD_LIMIT bytes, a request line
-  over LINE_LIMIT or more than FIELDS_LIMIT fields is a 400;
-- the body: `server.idleTimeoutSeconds` + IO_SLACK_SECONDS without a byte;
-  over `server.maxBodyBytes` it is read and dropped, then answered 413
-  (webhook/server/body.py);
-- an answer the client does not read: the same bound, then the connection is
-  dropped.
+- the head, kept-alive idle time before it included: `server.idleTimeoutSeconds`,
+  then 408; its size, line and field count (trailers included) are bounded: 400;
+- the body claims its size from the worker's budget first: reading pauses until
+  it fits, at most the idle timeout (then 503); then `server.bodyTimeoutSeconds`
+  from its start to its last byte, and idle + IO_SLACK_SECONDS between two
+  bytes (then 408); over `server.maxBodyBytes` it is read and dropped, then 413;
+- an answer the client does not read: idle + slack, then the connection is dropped.
 
-Admission requests are judged right here in the event loop (a Pod join reads
-the watch cache and never waits). A judgment that would have to ask the API
-server (a cache miss, PG-2's Workload, a namespace's labels) raises
-NeedsNetwork before it does, and is judged again in a thread of the worker's
-pool, so one slow lookup never holds the other connections. Every answer is
-one write; a malformed request gets a one-line 400 and the connection closes.
+A refusal is the answer to the request it refuses, after the answers to those
+read before it; the connection closes after it and reads nothing more, as
+after a request that ends the connection (RFC 9112 §9.6). Every refusal is
+counted by reason (workload_webhook_http_refused_total).
+
+Admission requests are judged in the event loop (a Pod join reads the watch
+cache and never waits); a judgment that would ask the API server raises
+NeedsNetwork before it does and is judged again in the worker's pool, so one
+slow lookup never holds the other connections. Every answer is one write.
+When the worker stops, the last answer says `Connection: close`, and a
+connection idle between requests closes once idle for SHUTDOWN_IDLE_GRACE: a
+request already on its way is answered, not dropped.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from concurrent.futures import Executor
 from typing import Protocol
 
-import httptools
-
-from webhook.admission import review
+from webhook import metrics
 from webhook.cluster.view import NeedsNetwork
-from webhook.server import body as request_body
-from webhook.server import wsgi_call
+from webhook.server import response, wsgi_call
+from webhook.server.budget import BodyBudget
+from webhook.server.deadlines import Deadlines
+from webhook.server.reader import Reader
+from webhook.server.request import Phase, Request, late, too_large
 
 log = logging.getLogger("workload_webhook.server")
 
 IO_SLACK_SECONDS = 5.0
-LINE_LIMIT = 8190
-FIELDS_LIMIT = 100
-HEAD_LIMIT = 64 * 1024
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 413: "Content Too Large",
-           500: "Internal Server Error"}
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+SHUTDOWN_IDLE_GRACE = 1.0
+# Bytes the TLS layer reads ahead while the connection does not read (uvloop's default is
+# 256 KiB): what a connection waiting for the body budget holds beyond it.
+READ_AHEAD = 16 * 1024
+PIPELINE, BUDGET = 1, 2         # why reading is paused
+INTERNAL_ERROR = "internal error; see the webhook's log"
 
 
 class Serving(Protocol):
@@ -47,6 +58,8 @@ class Serving(Protocol):
     loop: asyncio.AbstractEventLoop
     admission: object           # webhook.server.admit.Admission
     idle: float                 # server.idleTimeoutSeconds
+    body_timeout: float         # server.bodyTimeoutSeconds
+    budget: BodyBudget          # server.bodyBudgetBytes, shared by the worker's connections
     port: int
     pool: Executor              # for judgments that wait for the API server
 
@@ -55,268 +68,241 @@ class Serving(Protocol):
     def closed(self, conn: "Connection") -> None: ...
 
 
-class Request:
-    __slots__ = ("method", "url", "headers", "body", "keep_alive", "content_type")
-
-    def __init__(self, method: bytes, url: bytes, headers: list, body, keep_alive: bool, content_type: str | None):
-        self.method, self.url, self.headers, self.body = method, url, headers, body
-        self.keep_alive, self.content_type = keep_alive, content_type
-
-
 class Connection(asyncio.Protocol):
     def __init__(self, serving: Serving):
         self.serving = serving
         self.loop = serving.loop
-        self.parser = httptools.HttpRequestParser(self)
         self.transport = None
-        self.pending: list[Request] = []
-        self.busy = False             # an answer is being made (in the pool: waiting for it)
+        self.queue: deque[Request] = deque()     # read (or refused), to be answered in this order
+        self.answering: Request | None = None    # judged in the pool
+        self.paused = 0                          # PIPELINE | BUDGET
         self.write_blocked = False
+        self.closing = False      # the worker stops: the last answer says Connection: close
         self.closed = False
-        self.close_after = False      # answer what is in progress, then close
-        self.refused = False          # a request could not be read: nothing more is
-        self.answered = 0
-        self.head_bytes = 0
-        self._reset()
-        self.deadline: float | None = None
-        self._timer = None
-        self._timer_at = 0.0
+        self.last_active = self.loop.time()
+        self.due = Deadlines(self.loop, self._expired)
+        self.reader = Reader(self)
 
     # -- connection events -------------------------------------------------
 
     def connection_made(self, transport) -> None:
         self.transport = transport
+        try:
+            transport.set_read_buffer_limits(high=READ_AHEAD)
+        except (AttributeError, NotImplementedError):
+            pass
         self.serving.opened(self)
-        self._expect(self.serving.idle)
+        self.due.idle = self.loop.time() + self.serving.idle
+        self.due.wake_at(self.due.idle)
 
     def connection_lost(self, exc) -> None:
         self.closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self.due.cancel()
+        self._let_go()
         self.serving.closed(self)
 
     def data_received(self, data: bytes) -> None:
-        if self.refused:
+        reader = self.reader
+        if reader.stopped:
             return
-        if self.in_body:
-            self._expect(self.serving.idle + IO_SLACK_SECONDS)
-        else:
-            self.head_bytes += len(data)      # an approximation: bytes since the last body
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self.error = (400, "protocol upgrades are not supported")
-        except httptools.HttpParserError as exc:
-            text = (str(exc).splitlines() or ["unreadable"])[0][:120]
-            self.error = (400, ("request body could not be read: " if self.in_body else "malformed request: ") + text)
-        if self.error is None and self.in_head and self.head_bytes > HEAD_LIMIT:
-            self.error = (400, f"request head is larger than {HEAD_LIMIT} bytes")
-        if self.error is not None:
-            self._refuse(*self.error)
-            return
+        now = self.last_active = self.loop.time()
+        if reader.in_body:
+            self.due.byte = now + self.serving.idle + IO_SLACK_SECONDS
+        reader.feed(data)
         self._next()
 
     def eof_received(self):
-        if self.in_head or self.in_body:
-            got = self.body.size if self.body is not None else 0
-            self._refuse(400, f"request ended early (the client closed its side after {got} body bytes)")
+        self.reader.ended()
+        self._next()
         return None     # close our side too
 
     def pause_writing(self) -> None:
         self.write_blocked = True
-        self._expect(self.serving.idle + IO_SLACK_SECONDS)
+        self.due.write = self.loop.time() + self.serving.idle + IO_SLACK_SECONDS
+        self.due.wake_at(self.due.write)
 
     def resume_writing(self) -> None:
         self.write_blocked = False
-        self._expect(self.serving.idle)
+        self.due.idle = self.loop.time() + self.serving.idle
         self._next()
 
     def shutdown(self) -> None:
-        """The worker stops: connections idle after an answer close now, the
-        others after their (first or current) answer."""
-        self.close_after = True
-        if self.answered and not self.busy and not self.pending and not (self.in_head or self.in_body):
-            self.closed = True
-            self.transport.close()
+        """The worker stops: the last answer says Connection: close; a connection idle
+        between requests closes once it has been idle for SHUTDOWN_IDLE_GRACE."""
+        self.closing = True
+        if self.reader.current is None and not self.queue and self.answering is None and not self.closed:
+            self.due.wake_at(max(self.loop.time(), self.last_active + SHUTDOWN_IDLE_GRACE))
 
-    # -- parser callbacks (httptools) ---------------------------------------
+    # -- what the reader asks of the connection -------------------------------
 
-    def _reset(self) -> None:
-        self.url, self.headers, self.body = b"", [], None
-        self.declared = self.content_type = None
-        self.expect_continue = False
-        self.in_head = self.in_body = False
-        self.error: tuple[int, str] | None = None
+    def enqueue(self, req: Request) -> None:
+        self.queue.append(req)
+        if len(self.queue) > 1:         # pipelined requests wait for their turn; do not read more meanwhile
+            self._pause(PIPELINE)
 
-    def on_message_begin(self) -> None:
-        if self.error is not None:      # a refused request: what follows it is not read
-            return
-        self._reset()
-        self.in_head = True
+    def body_started(self) -> None:
+        now = self.loop.time()
+        self.due.body = now + self.serving.body_timeout
+        self.due.byte = now + self.serving.idle + IO_SLACK_SECONDS
+        self.due.wake_at(min(self.due.body, self.due.byte))
+        self._send_continue_if_due()
 
-    def on_url(self, url: bytes) -> None:
-        self.url += url
-        if len(self.url) > LINE_LIMIT and self.error is None:
-            self.error = (400, f"request line is longer than {LINE_LIMIT} bytes")
+    def wait_for_budget(self) -> None:
+        self._pause(BUDGET)
+        self.due.wait = self.loop.time() + self.serving.idle
+        self.due.wake_at(self.due.wait)
 
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, value))
-        if self.error is not None:
-            return
-        if len(self.headers) > FIELDS_LIMIT:
-            self.error = (400, f"more than {FIELDS_LIMIT} header fields")
-            return
-        lower = name.lower()
-        if lower == b"content-length":
-            self.declared = int(value) if value.strip().isdigit() else None
-        elif lower == b"content-type":
-            self.content_type = value.decode("latin-1")
-        elif lower == b"expect" and value.lower() == b"100-continue":
-            self.expect_continue = True
+    def resume_for_budget(self) -> None:
+        self._resume(BUDGET)
 
-    def on_headers_complete(self) -> None:
-        self.in_head, self.in_body = False, True
-        self.body = request_body.Body(self.serving.admission.limit, self.declared)
-        self._expect(self.serving.idle + IO_SLACK_SECONDS)
-        if self.expect_continue and self.error is None:
-            if self.body.over:          # do not invite a body that will be refused
-                self.error = (413, "")
-            else:
-                self.transport.write(CONTINUE)
-
-    def on_body(self, data: bytes) -> None:
-        if self.error is None and not self.body.feed(data):
-            self.error = (413, "")      # more than the drain budget: answer now, then close
-
-    def on_message_complete(self) -> None:
-        self.in_body = False
-        self.head_bytes = 0
-        if self.error is not None:
-            return
-        self.pending.append(Request(self.parser.get_method(), self.url, self.headers, self.body.result(),
-                                    self.parser.should_keep_alive(), self.content_type))
-        if len(self.pending) > 1:       # pipelined requests wait for their turn; do not read more meanwhile
-            self.transport.pause_reading()
+    def give_back(self, req: Request) -> None:
+        if req.held:
+            self.serving.budget.give_back(req.held)
+            req.held = 0
 
     # -- answers ------------------------------------------------------------
 
     def _next(self) -> None:
-        while self.pending and not self.busy and not self.write_blocked and not self.closed:
-            req = self.pending.pop(0)
-            if not self.pending:
-                self.transport.resume_reading()
+        while self.queue and self.answering is None and not self.write_blocked and not self.closed:
+            req = self.queue.popleft()
+            if not self.queue:
+                self._resume(PIPELINE)
             self._answer(req)
+        self._send_continue_if_due()
 
     def _answer(self, req: Request) -> None:
+        if req.refusal is not None:
+            r = req.refusal
+            self._send(req, r.status, [response.JSON], response.error(r.reason), True)
+            return
         admission = self.serving.admission
-        try:
-            parsed = httptools.parse_url(req.url)
-            path = parsed.path.decode("latin-1")
-        except httptools.HttpParserInvalidURLError:
-            self._refuse(400, "malformed request target")
-            return
-        route = admission.route(req.method, path)
+        route = admission.route(req.method, req.path)
         if route is None:
-            self._wsgi(req, path, (parsed.query or b"").decode("latin-1"))
+            self._wsgi(req)
             return
         try:
-            status, payload, close = admission.answer(route, req.body, req.content_type)
+            status, payload, close = admission.answer(route, req.content, req.content_type)
         except NeedsNetwork:
-            self.busy, self.deadline = True, None
-            future = self.loop.run_in_executor(self.serving.pool, admission.answer, route, req.body,
+            req.phase, self.answering = Phase.ANSWERING, req
+            future = self.loop.run_in_executor(self.serving.pool, admission.answer, route, req.content,
                                                req.content_type)
             future.add_done_callback(lambda f: self._answered(req, f))
             return
         except Exception:
             log.exception("admission failed")
-            status, payload, close = 500, review.encode({"error": "internal error; see the webhook's log"}), True
-        self._send(status, [b"Content-Type: application/json"], payload, close or not req.keep_alive)
+            status, payload, close = 500, response.error(INTERNAL_ERROR), True
+        self._send(req, status, [response.JSON], payload, close)
 
     def _answered(self, req: Request, future: asyncio.Future) -> None:
-        self.busy = False
+        self.answering = None
         if self.closed:
             return
         try:
             status, payload, close = future.result()
         except Exception:
             log.exception("admission failed")
-            status, payload, close = 500, review.encode({"error": "internal error; see the webhook's log"}), True
-        self._send(status, [b"Content-Type: application/json"], payload, close or not req.keep_alive)
+            status, payload, close = 500, response.error(INTERNAL_ERROR), True
+        self._send(req, status, [response.JSON], payload, close)
         self._next()
 
-    def _wsgi(self, req: Request, path: str, query: str) -> None:
-        if isinstance(req.body, Exception):
-            self._refuse(413, "")
+    def _wsgi(self, req: Request) -> None:
+        if isinstance(req.content, Exception):
+            r = too_large(self.serving.admission.limit)
+            metrics.HTTP_REFUSED.labels(r.why).inc()
+            self._send(req, r.status, [response.JSON], response.error(r.reason), True)
             return
         try:
             status, headers, data = wsgi_call.call(self.serving.admission.fallback, req.method.decode("latin-1"),
-                                                   path, query, req.headers, req.body, self.serving.port)
+                                                   req.path, req.query, req.headers, req.content, self.serving.port)
         except Exception:
             log.exception("request failed")
-            self._send(500, [b"Content-Type: application/json"],
-                       review.encode({"error": "internal error; see the webhook's log"}), True)
+            self._send(req, 500, [response.JSON], response.error(INTERNAL_ERROR), True)
             return
-        lines = [f"{k}: {v}".encode("latin-1") for k, v in headers if k.lower() not in ("connection", "content-length")]
-        head_only = req.method == b"HEAD"
-        if head_only:       # the length of the body a GET would get, and no body
-            length = next((v for k, v in headers if k.lower() == "content-length"), str(len(data)))
-            lines.append(b"Content-Length: " + length.encode("latin-1"))
-            data = b""
-        self._send(status.encode("latin-1"), lines, data, not req.keep_alive, length=not head_only)
+        status, lines, data, length = response.from_wsgi(status, headers, data, req.method == b"HEAD")
+        self._send(req, status, lines, data, False, length=length)
 
-    def _refuse(self, status: int, reason: str) -> None:
-        """A request that cannot be read to its end: a one-line answer, then close."""
-        if status == 413 and not reason:
-            limit = self.serving.admission.limit
-            reason = f"request body is larger than {limit} bytes (server.maxBodyBytes)"
-        self.pending.clear()
-        self.refused = True
-        if not self.busy:
-            self._send(status, [b"Content-Type: application/json"], review.encode({"error": reason}), True)
-        else:
-            self.close_after = True
-        self._reset()
-
-    def _send(self, status, headers: list[bytes], payload: bytes, close: bool, length: bool = True) -> None:
+    def _send(self, req: Request, status, headers: list[bytes], payload: bytes, close: bool,
+              length: bool = True) -> None:
         if self.closed:
             return
-        close = close or self.close_after
-        line = status if isinstance(status, bytes) else f"{status} {REASONS.get(status, '')}".encode()
-        head = [b"HTTP/1.1 " + line, *headers]
-        if length:
-            head.append(b"Content-Length: %d" % len(payload))
+        close = close or not req.keep_alive or (self.closing and not self.queue and self.reader.current is None)
+        self.transport.write(response.encode(status, headers, payload, close, length))
+        self.give_back(req)
+        now = self.last_active = self.loop.time()
         if close:
-            head.append(b"Connection: close")
-        self.transport.write(b"\r\n".join(head) + b"\r\n\r\n" + payload)
-        self.answered += 1
-        if close:
-            self.closed = True
-            self.transport.close()
+            self._close()
         else:
-            self._expect(self.serving.idle)
+            self.due.idle = now + self.serving.idle
+            self.due.wake_at(min(self.due.idle, now + SHUTDOWN_IDLE_GRACE) if self.closing else self.due.idle)
 
-    # -- the one timer ------------------------------------------------------
+    def _send_continue_if_due(self) -> None:
+        """100 Continue to the request being read, once the answers before it are out and
+        its body has its share of the budget (RFC 9110 §10.1.1), unless its body already comes."""
+        req = self.reader.current
+        if (req is not None and req.continue_due and req.phase is Phase.BODY and not self.queue
+                and self.answering is None and not self.closed):
+            req.continue_due = False
+            if req.body.size == 0:
+                self.transport.write(response.CONTINUE)
 
-    def _expect(self, seconds: float) -> None:
-        """Something must happen within `seconds` from now, or the connection is dropped."""
-        self.deadline = self.loop.time() + seconds
-        if self._timer is None or self._timer_at > self.deadline:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer_at = self.deadline
-            self._timer = self.loop.call_at(self.deadline, self._expired)
+    def _close(self, abort: bool = False) -> None:
+        self.closed = True
+        self._let_go()      # at once: the TLS close may take a while to reach connection_lost
+        if abort:
+            self.transport.abort()
+        else:
+            self.transport.close()
+
+    def _let_go(self) -> None:
+        """Give back every byte of the budget this connection holds, and leave its queue."""
+        self.reader.let_go()
+        for req in (self.answering, *self.queue):
+            if req is not None:
+                self.give_back(req)
+        self.queue.clear()
+
+    def _pause(self, why: int) -> None:
+        if not self.paused:
+            self.transport.pause_reading()
+        self.paused |= why
+
+    def _resume(self, why: int) -> None:
+        if self.paused & why:
+            self.paused &= ~why
+            if not self.paused and not self.closed:
+                self.transport.resume_reading()
+
+    # -- the one timer (deadlines.py) --------------------------------------
+
+    def _late(self) -> tuple[float, str] | None:
+        """When the connection must have moved on, and what is late then."""
+        due = self.due
+        if self.write_blocked:
+            return due.write, "write"
+        req = self.reader.current
+        if req is not None:
+            if req.phase is Phase.HEAD:
+                return due.idle, "head"
+            if req.phase is Phase.WAITING:
+                return due.wait, "wait"
+            return (due.body, "body") if due.body <= due.byte else (due.byte, "byte")
+        if self.queue or self.answering is not None:
+            return None                           # ours to answer
+        if self.closing:
+            return min(due.idle, self.last_active + SHUTDOWN_IDLE_GRACE), "idle"
+        return due.idle, "idle"
 
     def _expired(self) -> None:
-        self._timer = None
-        if self.closed or self.busy or self.deadline is None:
+        lateness = self._late() if not self.closed else None
+        if lateness is None:
             return
-        if self.loop.time() < self.deadline:
-            self._timer_at = self.deadline
-            self._timer = self.loop.call_at(self.deadline, self._expired)
-            return
-        self.closed = True
-        if self.in_head or self.in_body or self.write_blocked:
-            self.transport.abort()        # stalled mid-request: nothing to say to it
+        when, what = lateness
+        if self.loop.time() < when:
+            self.due.wake_at(when)
+        elif what == "write":
+            self._close(abort=True)           # it does not read its answers: nothing more to say to it
+        elif what == "idle":
+            self._close()                     # kept alive and idle: a clean close
         else:
-            self.transport.close()        # kept alive and idle: a clean close
+            self.reader.refuse(late(what, self.serving.idle, self.serving.body_timeout, IO_SLACK_SECONDS))
+            self._next()

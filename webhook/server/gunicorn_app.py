@@ -46,7 +46,8 @@ class WebhookServer(BaseApplication):
     def load_config(self) -> None:
         from webhook.server import worker
         s = self.launch.config.server
-        worker.LIMITS = worker.Limits(handshake=s.handshakeTimeoutSeconds, idle=s.idleTimeoutSeconds)
+        worker.LIMITS = worker.Limits(handshake=s.handshakeTimeoutSeconds, idle=s.idleTimeoutSeconds,
+                                      body_timeout=s.bodyTimeoutSeconds, body_budget=s.bodyBudgetBytes)
         host = f"[{s.bindAddress}]" if ":" in s.bindAddress else s.bindAddress
         options = {
             "bind": [f"{host}:{s.port}"],

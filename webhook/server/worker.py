@@ -20,11 +20,16 @@ byte by byte) cost a little memory each and hold nothing:
   worker stops accepting (the kernel's listen queue holds the rest, the other
   worker takes its share) until one closes.
 
+The request bodies a worker buffers share one budget, `server.bodyBudgetBytes`
+(webhook/server/budget.py): past it, connections stop reading their bodies
+until answers give bytes back.
+
 On SIGTERM a worker waits until the master has closed its copy of the listeners,
 then accepts what already waits in the listen queue, so a connection the kernel
-accepted is answered, not reset; then it stops accepting,
-closes its idle connections, and finishes what is in flight within gunicorn's
-graceful timeout.
+accepted is answered, not reset; then it stops accepting. Its connections
+answer what they read, the last answer with `Connection: close`, and close once
+idle for a second (webhook/server/connection.py); what is in flight finishes
+within gunicorn's graceful timeout.
 """
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ import uvloop
 from gunicorn.workers.base import Worker
 
 from webhook.cluster import view
+from webhook.server.budget import BodyBudget
 from webhook.server.connection import Connection
 
 log = logging.getLogger("workload_webhook.server")
@@ -50,6 +56,10 @@ log = logging.getLogger("workload_webhook.server")
 LOOKUP_THREADS = 8
 #: Seconds a stopping worker waits for the master to close its listeners first.
 MASTER_CLOSE_WAIT = 2.0
+#: Seconds a connection the server closed waits for the client's TLS close_notify (dropping
+#: what it still sends) before it is dropped; uvloop's default, 30 s, kept closed connections
+#: counted against maxConnections, and a stopping worker alive, for that long.
+TLS_CLOSE_WAIT = 3.0
 CONNECTION_ERRORS = (OSError, ssl.SSLError, asyncio.TimeoutError, ValueError)
 
 
@@ -57,6 +67,8 @@ CONNECTION_ERRORS = (OSError, ssl.SSLError, asyncio.TimeoutError, ValueError)
 class Limits:
     handshake: float = 5.0
     idle: float = 30.0
+    body_timeout: float = 10.0
+    body_budget: int = 16 * 1024 * 1024
 
 
 # Set by the master before it forks the workers (gunicorn_app.WebhookServer).
@@ -101,6 +113,8 @@ class Serving:
         self.worker, self.loop = worker, loop
         self.admission = worker.wsgi                 # webhook.server.admit.Admission
         self.idle = LIMITS.idle
+        self.body_timeout = LIMITS.body_timeout
+        self.budget = BodyBudget(LIMITS.body_budget)
         self.port = worker.sockets[0].getsockname()[1]
         self.pool = ThreadPoolExecutor(max_workers=LOOKUP_THREADS, thread_name_prefix="lookup")
         self.connections: set[Connection] = set()
@@ -112,6 +126,9 @@ class Serving:
         self.max_connections = worker.cfg.worker_connections
         self.per_wakeup = 1 if worker.cfg.workers > 1 else 32   # share the listen queue with the other workers
         self._wake = asyncio.Event()
+        from webhook import metrics         # after PROMETHEUS_MULTIPROC_DIR is set (serve_command)
+        for reason in metrics.HTTP_REFUSAL_REASONS:     # every series is there from start-up, at zero
+            metrics.HTTP_REFUSED.labels(reason)
 
     # -- the life of the worker ---------------------------------------------
 
@@ -226,7 +243,8 @@ class Serving:
         from webhook import metrics
         try:
             await self.loop.connect_accepted_socket(lambda: Connection(self), client, ssl=self.worker.tls.get(),
-                                                    ssl_handshake_timeout=LIMITS.handshake)
+                                                    ssl_handshake_timeout=LIMITS.handshake,
+                                                    ssl_shutdown_timeout=TLS_CLOSE_WAIT)
         except CONNECTION_ERRORS as exc:   # stalled past the timeout, reset, not TLS at all
             metrics.CONNECTIONS_DROPPED.labels("handshake").inc()
             log.debug("TLS handshake failed: %s", exc)
@@ -240,7 +258,7 @@ class Serving:
     def opened(self, conn: Connection) -> None:
         self.connections.add(conn)
         if self.stopping:
-            conn.close_after = True      # one answer, then close
+            conn.shutdown()              # answered with Connection: close, or closed once idle
 
     def closed(self, conn: Connection) -> None:
         self.connections.discard(conn)
