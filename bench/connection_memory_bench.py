@@ -83,8 +83,9 @@ def main() -> int:
     print(f"{'kind':<8} {'conns':>6} {'worker RSS before':>18} {'after':>8} {'per connection':>15}")
     for kind in ("idle", "head", "waiting"):
         r = measure(kind, args.connections, budget)
+        note = "   (beyond the budget's bodies)" if kind == "waiting" else ""
         print(f"{r['kind']:<8} {r['connections']:>6} {r['before_mib']:>15.1f} MiB {r['after_mib']:>5.1f} MiB "
-              f"{r['per_connection_kib']:>11.0f} KiB" + ("   (beyond the budget's bodies)" if kind == "waiting" else ""))
+              f"{r['per_connection_kib']:>11.0f} KiB{note}")
     return 0
 
 

@@ -2,7 +2,8 @@
 driven through a mock transport: one case per rule, named after its section."""
 import email.utils
 
-from tests.unit.connection_mock import answers, only_answer, chunked, connected, get, lookup_first, post, refused, review_body
+from tests.unit.connection_mock import (answers, chunked, connected, get, lookup_first, only_answer, post, refused,
+                                        review_body)
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 

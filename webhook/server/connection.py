@@ -106,9 +106,10 @@ class Connection(asyncio.Protocol):
         if reader.stopped:
             return
         now = self.last_active = self.loop.time()
-        if reader.in_body:
+        in_body = reader.in_body
+        if in_body:
             self.due.byte = now + self.serving.idle + IO_SLACK_SECONDS
-        reader.feed(data)
+        reader.feed(data, in_body)
         self._next()
 
     def eof_received(self):
@@ -145,7 +146,8 @@ class Connection(asyncio.Protocol):
         self.due.body = now + self.serving.body_timeout
         self.due.byte = now + self.serving.idle + IO_SLACK_SECONDS
         self.due.wake_at(min(self.due.body, self.due.byte))
-        self._send_continue_if_due()
+        if self.reader.current.continue_due:
+            self._send_continue_if_due()
 
     def wait_for_budget(self) -> None:
         self._pause(BUDGET)
@@ -168,7 +170,8 @@ class Connection(asyncio.Protocol):
             if not self.queue:
                 self._resume(PIPELINE)
             self._answer(req)
-        self._send_continue_if_due()
+        if self.reader.current is not None:
+            self._send_continue_if_due()
 
     def _answer(self, req: Request) -> None:
         if req.refusal is not None:

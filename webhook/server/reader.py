@@ -36,8 +36,9 @@ class Reader:
         req = self.current
         return req is not None and (req.phase is Phase.BODY or req.phase is Phase.WAITING)
 
-    def feed(self, data: bytes) -> None:
-        req, in_body = self.current, self.in_body
+    def feed(self, data: bytes, in_body: bool) -> None:
+        """`in_body`: the current request's body was being read before these bytes."""
+        req = self.current
         if in_body:
             body_before = self.body_bytes
         else:
@@ -135,7 +136,7 @@ class Reader:
         req.method = parser.get_method()
         req.keep_alive = parser.should_keep_alive()
         limit = self.conn.serving.admission.limit
-        refusal = req.head_refusal(parser.get_http_version(), parser.should_upgrade())
+        refusal = req.head_refusal(parser.get_http_version, parser.should_upgrade())
         if refusal is None and req.continue_due and req.declared is not None and req.declared > limit:
             refusal = too_large(limit)          # do not invite a body that will be refused
         if refusal is not None:

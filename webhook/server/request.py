@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import ipaddress
 import re
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import httptools
 
@@ -28,6 +28,13 @@ FIELD_FRAMING = len(b": \r\n")
 _HOST = re.compile(rb"(?:\[(?P<ip6>[0-9A-Fa-f:.]+)\]|\[v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+\]"
                    rb"|(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?")
 OWS = b" \t"
+# The fields the head's rules read, by lower-case name.
+_LENGTH, _TYPE, _HOST_FIELD, _CODING, _EXPECT = range(5)
+_READ = {b"content-length": _LENGTH, b"content-type": _TYPE, b"host": _HOST_FIELD,
+         b"transfer-encoding": _CODING, b"expect": _EXPECT}
+# Host values judged lately (kube-apiserver sends the same one on every call): value -> problem.
+_HOSTS_SEEN: dict[bytes, str | None] = {}
+_HOSTS_KEPT = 64
 
 
 class Phase(enum.Enum):
@@ -45,9 +52,9 @@ class Refusal(NamedTuple):
 
 
 class Request:
-    __slots__ = ("phase", "method", "url", "path", "query", "version", "headers", "head_size", "fields", "hosts", "content_type",
-                 "declared", "coding", "expect", "keep_alive", "body", "content", "held", "refusal", "framing",
-                 "trailer_size", "continue_due")
+    __slots__ = ("phase", "method", "url", "path", "query", "version", "headers", "head_size", "fields", "hosts",
+                 "content_type", "declared", "coding", "expect", "keep_alive", "body", "content", "held", "refusal",
+                 "framing", "trailer_size", "continue_due")
 
     def __init__(self):
         self.phase = Phase.HEAD
@@ -87,19 +94,21 @@ class Request:
         self.head_size += len(name) + len(value) + FIELD_FRAMING
         if self.fields > FIELDS_LIMIT:
             return Refusal(400, f"more than {FIELDS_LIMIT} header fields", "head_too_large")
-        lower = name.lower()
-        if lower == b"content-length":
+        kind = _READ.get(name.lower())
+        if kind is None:
+            return None
+        if kind == _LENGTH:
             try:
                 self.declared = int(value)      # llhttp has checked it: digits, one value
             except ValueError:
                 return Refusal(400, "malformed Content-Length", "framing")
-        elif lower == b"content-type":
+        elif kind == _TYPE:
             self.content_type = value.strip(OWS).decode("latin-1")
-        elif lower == b"host":
+        elif kind == _HOST_FIELD:
             self.hosts.append(value.strip(OWS))
-        elif lower == b"transfer-encoding":
+        elif kind == _CODING:
             self.coding = value.strip(OWS).lower()
-        elif lower == b"expect":
+        else:
             self.expect = value.strip(OWS).lower()
         return None
 
@@ -116,9 +125,10 @@ class Request:
                                 f"or {FIELDS_LIMIT} fields", "trailers_too_large")
         return None
 
-    def head_refusal(self, version: str, upgrade: bool) -> Refusal | None:
-        """The rules of a complete head, in the order a reader of the RFCs would check them."""
-        self.version = version
+    def head_refusal(self, version_of: Callable[[], str], upgrade: bool) -> Refusal | None:
+        """The rules of a complete head, in the order a reader of the RFCs would check them.
+        `version_of` gives "1.1" or "1.0": asked only when a rule depends on it (it costs
+        a third of the rest, and a kube-apiserver call needs none of them)."""
         self.head_size += len(self.method)
         if upgrade:
             return Refusal(400, "protocol upgrades are not supported", "upgrade")
@@ -130,6 +140,7 @@ class Request:
             return Refusal(400, "malformed request target", "malformed")
         self.path = target.path.decode("latin-1")
         self.query = (target.query or b"").decode("latin-1")
+        version = self.version = version_of() if not self.hosts or self.coding or self.expect else "1.1"
         if (problem := host_problem(self.hosts, version)) is not None:
             return Refusal(400, problem, "host")
         if self.coding is not None:
@@ -184,10 +195,20 @@ def host_problem(hosts: list[bytes], version: str) -> str | None:
         return "the Host header field is missing" if version != "1.0" else None
     if len(hosts) > 1:
         return "more than one Host header field"
-    match = _HOST.fullmatch(hosts[0])
+    host = hosts[0]
+    try:
+        return _HOSTS_SEEN[host]
+    except KeyError:
+        pass
+    match = _HOST.fullmatch(host)
+    problem = None
     if match is None or (match.group("ip6") and not _ipv6(match.group("ip6"))):
-        return f"the Host header field is not a valid host[:port]: {hosts[0][:60].decode('latin-1')!r}"
-    return None
+        problem = f"the Host header field is not a valid host[:port]: {host[:60].decode('latin-1')!r}"
+    if len(host) <= 256:
+        if len(_HOSTS_SEEN) >= _HOSTS_KEPT:
+            _HOSTS_SEEN.clear()
+        _HOSTS_SEEN[host] = problem
+    return problem
 
 
 def _ipv6(text: bytes) -> bool:
