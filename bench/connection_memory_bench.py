@@ -8,7 +8,7 @@ waits for the body budget (server.bodyBudgetBytes): one worker of
 - waiting:  a head declaring a 7 MiB body and the body sent as fast as the server reads:
             the budget's bodies are read, every other connection waits for the budget
 
-    python bench/connection_memory_bench.py [--connections 200] [--budget-mib 32]
+    python bench/connection_memory_bench.py [--connections 200] [--budget-mib 16]
 
 Everything listens on 127.0.0.1 and stops by itself.
 """
@@ -77,7 +77,7 @@ def measure(kind: str, count: int, budget: int) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--connections", type=int, default=200)
-    ap.add_argument("--budget-mib", type=int, default=32)
+    ap.add_argument("--budget-mib", type=int, default=16)
     args = ap.parse_args()
     budget = args.budget_mib * 1024 * 1024
     print(f"{'kind':<8} {'conns':>6} {'worker RSS before':>18} {'after':>8} {'per connection':>15}")
