@@ -89,7 +89,9 @@ def _configurations(api, name: str) -> tuple[list[dict], str | None]:
         try:
             conf = api.sanitize_for_serialization(read(name, _request_timeout=TIMEOUT))
         except ApiException as exc:
-            return [], f"{kind} {name}: {'not registered' if exc.status == 404 else f'HTTP {exc.status}'}"
+            if exc.status != 404:
+                raise                      # the cluster refused us: a cluster error, not an unhealthy release
+            return [], f"{kind} {name}: not registered"
         if not conf.get("webhooks") or not all((h.get("clientConfig") or {}).get("caBundle") for h in conf["webhooks"]):
             return [], f"{kind} {name}: no caBundle yet"
         out.append(conf)
@@ -171,7 +173,7 @@ def check_once(api, name: str, namespace: str) -> tuple[str | None, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.cluster import credentials
+    from webhook.cluster import credentials, failure
     try:
         api = credentials.api_client("auto", args.kubeconfig)
     except credentials.CredentialsError as exc:
@@ -181,16 +183,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {credentials.no_cluster_message()}", file=sys.stderr)
         return EXIT_USAGE
     deadline = time.monotonic() + args.timeout
-    problem = "not checked"
+    problem, cluster_error = "not checked", False
     while time.monotonic() < deadline:
         try:
             problem, count = check_once(api, args.name, args.namespace)
-        except Exception as exc:        # an unreachable API server, a 403: say so, keep trying until the deadline
-            problem = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+            cluster_error = False
+        except failure.errors() as exc:     # the API server: unreachable, or refusing these credentials
+            problem, cluster_error = failure.line(failure.server_of(api), exc), True
+            if getattr(exc, "status", None) in (401, 403):
+                break                       # asking again will not change the answer
         if problem is None:
             print(f"ok: {args.name} is registered; {count} endpoint(s) answer with a certificate its caBundle "
                   f"verifies and deny a PodGroup with gang.minCount 0 (POL-2), whatever the enforcement settings")
             return EXIT_OK
         time.sleep(1)
+    if cluster_error:
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     print(f"unhealthy after {args.timeout:.0f} s: {problem}", file=sys.stderr)
     return EXIT_UNHEALTHY

@@ -64,7 +64,7 @@ def wrong(cluster, tmp_path_factory):
 
 
 @pytest.mark.parametrize("refusal", ["401 Unauthorized", "403 Forbidden", "TLS: certificate verify failed"])
-@pytest.mark.parametrize("command", [["audit"], ["explain", "job/train", "-n", "default"]])
+@pytest.mark.parametrize("command", [["audit"], ["explain", "job/train", "-n", "default"], ["check", "--timeout", "5"]])
 def test_refused_credentials_are_one_line_naming_the_server_and_exit_2(cluster, wrong, refusal, command, tmp_path):
     proc = _cli(*command, "--kubeconfig", wrong[refusal], env=_env(tmp_path))
     line = _one_line(proc)

@@ -43,7 +43,7 @@ def refused(tmp_path):
     return str(kc), f"https://127.0.0.1:{port}"
 
 
-@pytest.mark.parametrize("command", [["audit"], ["explain", "job/train", "-n", "ml"]])
+@pytest.mark.parametrize("command", [["audit"], ["explain", "job/train", "-n", "ml"], ["check", "--timeout", "2"]])
 def test_an_unreachable_api_server_is_one_line_naming_it_and_exit_2(command, refused, tmp_path):
     kubeconfig, url = refused
     proc = _run(*command, "--kubeconfig", kubeconfig, home=tmp_path)
