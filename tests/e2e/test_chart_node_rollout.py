@@ -522,3 +522,34 @@ def test_helm_upgrade_to_a_broken_config_fails_and_leaves_admission_as_it_was(ro
     assert len(loop.results) > 100, line
     assert loop.failures() == [], loop.failures()[:3]
     assert refused_with_dis2(node, {**bad_trainjob("still-eval"), "kind": "EvalJob"})
+
+
+def test_helm_rollback_after_a_successful_upgrade_registers_the_rules_rolled_back_to(rollout, images):
+    """helm rollback re-applies revision 1's manifest, its `revision: "1"` included, after revision 2
+    registered EvalJob: the Deployment makes revision 1's ReplicaSet its newest rollout, and the
+    registration follows that order, so EvalJob is no longer judged (the release revision alone kept
+    revision 2's rules registered for ever)."""
+    node, _ = rollout
+    bad_eval = {**bad_trainjob("rolled-back-eval"), "kind": "EvalJob"}
+    assert refused_with_dis2(node, bad_eval), "the tests before this one leave EvalJob a target"
+    old = set(ready_pods(node, RELEASE))
+    with NodeLoop(node, max_seconds=180) as loop:
+        time.sleep(2)
+        t0 = time.monotonic()
+        node.helm("rollback", RELEASE, "1", "-n", NS, "--wait", "--timeout", "120s", timeout=180)
+        wait_for("the Pods of the rollback", lambda: _old_pods_gone(node, old), node, timeout=90, namespace=NS)
+        wait_for("revision 1's rules registered", lambda: not any(
+            "evaljobs" in r["resources"] for w in hooks(node, RELEASE)[HOOK_KINDS[0]]["webhooks"] for r in w["rules"]),
+            node, timeout=60, namespace=NS)
+        took = time.monotonic() - t0
+        time.sleep(3)
+    node.timings["successful upgrade, then helm rollback: revision 1's rules registered"] = took
+    assert revisions(node, RELEASE) == {k: "1" for k in HOOK_KINDS}
+    rollouts = {k: h["metadata"]["annotations"].get("workload-webhook.k8s.io/rollout-revision")
+                for k, h in hooks(node, RELEASE).items()}
+    assert all(r and int(r) >= 3 for r in rollouts.values()), rollouts     # revision 1's ReplicaSet, now the newest
+    assert not refused_with_dis2(node, bad_eval)
+    assert refused_with_dis2(node, bad_trainjob("rolled-back-train"))
+    line = loop.report(f"helm rollback to revision 1 after a successful upgrade ({took:.0f} s to its rules)")
+    assert len(loop.results) > 50, line
+    assert loop.failures() == [], loop.failures()[:3]

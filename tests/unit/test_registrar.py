@@ -8,6 +8,7 @@ import yaml
 
 from webhook.cluster import registrar
 
+R = registrar.Revision
 OWNER = {"name": "r-workload-webhook", "uid": "1234"}
 
 
@@ -21,16 +22,16 @@ def doc(bundle=None, annotations=None):
                          {"name": "b.validate.example.com", "clientConfig": dict(cc), "sideEffects": "None"}]}
 
 
-def stored(revision, bundle="c3RvcmVk", rv="7"):
+def stored(revision, bundle="c3RvcmVk", rv="7", rollout=None):
     out = doc(bundle)
-    out["metadata"].update(resourceVersion=rv, annotations={registrar.ANNOTATION_REVISION: str(revision)},
+    out["metadata"].update(resourceVersion=rv, annotations=R(revision, rollout).annotations(),
                            ownerReferences=[{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                                              "name": OWNER["name"], "uid": OWNER["uid"]}])
     return out
 
 
 def test_first_registration_carries_revision_owner_and_the_ca_file():
-    out = registrar.prepare(doc(annotations={"cert-manager.io/inject-ca-from": "ns/x"}), None, 3, OWNER, b"PEM")
+    out = registrar.prepare(doc(annotations={"cert-manager.io/inject-ca-from": "ns/x"}), None, R(3), OWNER, b"PEM")
     meta = out["metadata"]
     assert meta["annotations"] == {"cert-manager.io/inject-ca-from": "ns/x", registrar.ANNOTATION_REVISION: "3"}
     assert meta["ownerReferences"] == [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -40,21 +41,36 @@ def test_first_registration_carries_revision_owner_and_the_ca_file():
 
 
 def test_the_manifests_bundle_wins_then_the_registered_one():
-    out = registrar.prepare(doc("cHJvdmlkZWQ="), stored(1), 2, OWNER, b"PEM")
+    out = registrar.prepare(doc("cHJvdmlkZWQ="), stored(1), R(2), OWNER, b"PEM")
     assert {h["clientConfig"]["caBundle"] for h in out["webhooks"]} == {"cHJvdmlkZWQ="}
-    out = registrar.prepare(doc(), stored(1), 2, OWNER, b"PEM")
+    out = registrar.prepare(doc(), stored(1), R(2), OWNER, b"PEM")
     assert {h["clientConfig"]["caBundle"] for h in out["webhooks"]} == {"c3RvcmVk"}   # cainjector's / the sync's
     assert out["metadata"]["resourceVersion"] == "7"
 
 
 def test_a_newer_registration_is_never_overwritten_and_an_equal_one_is_left_alone():
-    assert registrar.prepare(doc(), stored(5), 4, OWNER, b"PEM") is None
-    assert registrar.prepare(doc(), stored(4), 4, OWNER, b"PEM") is None
-    assert registrar.prepare(doc(), stored(4), 5, OWNER, b"PEM") is not None
+    assert registrar.prepare(doc(), stored(5), R(4), OWNER, b"PEM") is None
+    assert registrar.prepare(doc(), stored(4), R(4), OWNER, b"PEM") is None
+    assert registrar.prepare(doc(), stored(4), R(5), OWNER, b"PEM") is not None
+
+
+def test_after_a_rollback_the_newest_rollout_wins_whatever_release_revision_its_manifest_carries():
+    # helm rollback re-applies revision 4's manifest (its `revision: 4`) after revision 5 registered;
+    # the Deployment makes 4's ReplicaSet the newest rollout (3 after 1 and 2).
+    assert registrar.prepare(doc(), stored(5, rollout=2), R(4, rollout=3), OWNER, b"PEM") is not None
+    assert registrar.prepare(doc(), stored(4, rollout=3), R(5, rollout=2), OWNER, b"PEM") is None   # the replaced Pods
+    out = registrar.prepare(doc(), stored(5, rollout=2), R(4, rollout=3), OWNER, b"PEM")
+    assert out["metadata"]["annotations"] == {registrar.ANNOTATION_REVISION: "4", registrar.ANNOTATION_ROLLOUT: "3"}
+
+
+def test_without_a_rollout_revision_on_either_side_the_release_revision_decides():
+    assert registrar.prepare(doc(), stored(5), R(4, rollout=3), OWNER, b"PEM") is None      # written by 0.1.0 Pods
+    assert registrar.prepare(doc(), stored(4), R(5, rollout=1), OWNER, b"PEM") is not None
+    assert registrar.prepare(doc(), stored(5, rollout=2), R(6), OWNER, b"PEM") is not None  # no Deployment to read
 
 
 def test_a_changed_owner_is_written_again():
-    assert registrar.prepare(doc(), stored(4), 4, {"name": OWNER["name"], "uid": "new"}, b"PEM") is not None
+    assert registrar.prepare(doc(), stored(4), R(4), {"name": OWNER["name"], "uid": "new"}, b"PEM") is not None
 
 
 def test_manifests_must_be_the_two_configurations(tmp_path):
@@ -87,8 +103,10 @@ def test_revision_from_the_environment(tmp_path):
     path = tmp_path / "w.yaml"
     path.write_text(yaml.safe_dump(doc()))
     reg = registrar.from_flags(None, str(path), "owner", "ns/svc", 8443, "0.0.0.0", str(tmp_path),
-                               environ={"WW_REGISTER_REVISION": "7", "POD_IP": "10.1.0.5"})
-    assert (reg.revision, reg.pod_ip, reg.local_readyz) == (7, "10.1.0.5", "https://127.0.0.1:8443/readyz")
+                               environ={"WW_REGISTER_REVISION": "7", "POD_IP": "10.1.0.5", "POD_NAME": "p",
+                                        "POD_NAMESPACE": "ns"})
+    assert (reg.revision, reg.pod_ip, reg.local_readyz) == (R(7), "10.1.0.5", "https://127.0.0.1:8443/readyz")
+    assert reg.pod == ("ns", "p")
     with pytest.raises(registrar.RegistrationError):
         registrar.from_flags(None, str(path), "owner", None, 8443, "::1", str(tmp_path),
                              environ={"WW_REGISTER_REVISION": "x"})

@@ -4,9 +4,15 @@ answers /readyz *and* is a ready endpoint of its Service, so no configuration
 ever sends the API server to a Service with no ready endpoint. A release whose
 Pods never become Ready leaves admission exactly as it was.
 
-- Each configuration carries the release revision (annotation); a Pod of an
+- Each configuration carries the revision it was written for; a Pod of an
   older revision (still terminating during a rollout) never overwrites a newer
-  registration.
+  registration. The order is the Deployment's rollout revision (its
+  ReplicaSet's `deployment.kubernetes.io/revision`, read at each step): a
+  rollback, by `helm rollback` or `kubectl rollout undo`, makes the old
+  ReplicaSet the newest, where the release revision the chart rendered into
+  the manifest would stay the old number (helm rollback re-applies the old
+  manifest). Where the rollout revision cannot be read, the release revision
+  decides.
 - Each is owned by the release's ClusterRole, so the garbage collector deletes
   it when `helm uninstall` deletes the ClusterRole; once the owner is gone,
   nothing is registered again.
@@ -32,12 +38,15 @@ import os
 import ssl
 import threading
 import urllib.request
+from typing import NamedTuple
 
 import yaml
 
 log = logging.getLogger("workload_webhook.registrar")
 
-ANNOTATION_REVISION = "workload-webhook.k8s.io/revision"
+ANNOTATION_REVISION = "workload-webhook.k8s.io/revision"            # the release revision (helm)
+ANNOTATION_ROLLOUT = "workload-webhook.k8s.io/rollout-revision"     # the Deployment's rollout revision
+RS_REVISION = "deployment.kubernetes.io/revision"
 KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 TIMEOUT = (5, 15)
 
@@ -60,20 +69,51 @@ def load_manifests(path: str) -> list[dict]:
     return docs
 
 
-def revision_of(obj: dict | None) -> int:
+class Revision(NamedTuple):
+    """What a registration was written for: the release revision, and the Deployment's
+    rollout revision when it could be read."""
+    release: int
+    rollout: int | None = None
+
+    def annotations(self) -> dict[str, str]:
+        out = {ANNOTATION_REVISION: str(self.release)}
+        if self.rollout is not None:
+            out[ANNOTATION_ROLLOUT] = str(self.rollout)
+        return out
+
+    def __str__(self) -> str:
+        return str(self.release) + (f", rollout {self.rollout}" if self.rollout is not None else "")
+
+
+def older(a: Revision, b: Revision) -> bool:
+    """Was `a` written for an older rollout than `b`? By rollout revision where both know
+    it (a rollback makes an old release the newest rollout), else by release revision."""
+    if a.rollout is not None and b.rollout is not None:
+        return a.rollout < b.rollout
+    return a.release < b.release
+
+
+def _int(value) -> int | None:
     try:
-        return int((((obj or {}).get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_REVISION, 0))
+        return int(value)
     except (TypeError, ValueError):
-        return 0
+        return None
 
 
-def prepare(doc: dict, existing: dict | None, revision: int, owner: dict, ca_file_bundle: bytes | None) -> dict | None:
+def revision_of(obj: dict | None) -> Revision:
+    annotations = (((obj or {}).get("metadata") or {}).get("annotations") or {})
+    return Revision(_int(annotations.get(ANNOTATION_REVISION)) or 0, _int(annotations.get(ANNOTATION_ROLLOUT)))
+
+
+def prepare(doc: dict, existing: dict | None, revision: Revision, owner: dict,
+            ca_file_bundle: bytes | None) -> dict | None:
     """The object to write, or None when the registered one is newer (or already this)."""
-    if existing is not None and revision_of(existing) > revision:
+    if existing is not None and older(revision, revision_of(existing)):
         return None
     out = copy.deepcopy(doc)
     meta = out.setdefault("metadata", {})
-    meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION_REVISION: str(revision)}
+    kept = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in (ANNOTATION_REVISION, ANNOTATION_ROLLOUT)}
+    meta["annotations"] = {**kept, **revision.annotations()}
     meta["ownerReferences"] = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                                 "name": owner["name"], "uid": owner["uid"]}]
     registered = {h.get("name"): (h.get("clientConfig") or {}).get("caBundle")
@@ -96,7 +136,7 @@ def _same(new: dict, existing: dict) -> bool:
     ann = lambda o: ((o.get("metadata") or {}).get("annotations") or {})  # noqa: E731
     owners = lambda o: [(r.get("kind"), r.get("uid")) for r in (o.get("metadata") or {}).get("ownerReferences") or []]  # noqa: E731
     return (all(_strip(new.get(k)) == _strip(existing.get(k)) for k in keys)
-            and ann(new).get(ANNOTATION_REVISION) == ann(existing).get(ANNOTATION_REVISION)
+            and all(ann(new).get(k) == ann(existing).get(k) for k in (ANNOTATION_REVISION, ANNOTATION_ROLLOUT))
             and owners(new) == owners(existing))
 
 
@@ -144,10 +184,13 @@ UNSERVED = "targets not served"
 class Registrar:
     """Runs in the gunicorn master: waits, registers, then checks every interval."""
 
-    def __init__(self, api_client, manifests: list[dict], revision: int, owner: str, service: str | None,
-                 pod_ip: str | None, local_readyz: str, ca_file: str, targets: tuple = ()):
+    def __init__(self, api_client, manifests: list[dict], release: int, owner: str, service: str | None,
+                 pod_ip: str | None, local_readyz: str, ca_file: str, targets: tuple = (),
+                 pod: tuple[str, str] | None = None):
         self.api = api_client
-        self.manifests, self.revision, self.owner_name = manifests, revision, owner
+        self.manifests, self.owner_name = manifests, owner
+        self.revision = Revision(release)       # the rollout revision is read at each step
+        self.pod, self._replicaset = pod, None  # (namespace, name) of this Pod; its ReplicaSet, once found
         self.service, self.pod_ip, self.local_readyz, self.ca_file = service, pod_ip, local_readyz, ca_file
         self.targets = tuple(targets)
         self.registered = False
@@ -177,8 +220,31 @@ class Registrar:
         self._flagged = subjects
         return problems
 
-    def _registered_revision(self) -> int | None:
-        """The oldest revision among the registered configurations; None when one is missing."""
+    def _rollout(self) -> int | None:
+        """This Pod's ReplicaSet's rollout revision (`deployment.kubernetes.io/revision`), or None
+        when there is none to read (no Deployment, no right to read it: the release decides)."""
+        if self.pod is None:
+            return None
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+        namespace, name = self.pod
+        apps, core = client.AppsV1Api(self.api), client.CoreV1Api(self.api)
+        try:
+            if self._replicaset is None:
+                pod = core.read_namespaced_pod(name, namespace, _request_timeout=TIMEOUT)
+                self._replicaset = next((r.name for r in pod.metadata.owner_references or []
+                                         if r.controller and r.kind == "ReplicaSet"), "")
+            if not self._replicaset:
+                return None
+            rs = apps.read_namespaced_replica_set(self._replicaset, namespace, _request_timeout=TIMEOUT)
+        except ApiException as exc:
+            if exc.status in (403, 404):
+                return None
+            raise
+        return _int((rs.metadata.annotations or {}).get(RS_REVISION))
+
+    def _registered_revisions(self) -> list[Revision] | None:
+        """The revisions of the registered configurations; None when one is missing."""
         from kubernetes import client
         from kubernetes.client.rest import ApiException
         adm = client.AdmissionregistrationV1Api(self.api)
@@ -193,7 +259,7 @@ class Registrar:
                 if exc.status != 404:
                     raise
                 return None
-        return min(revisions, default=None)
+        return revisions
 
     def _ready_here(self) -> bool:
         ctx = ssl.create_default_context()
@@ -226,16 +292,17 @@ class Registrar:
 
     def step(self) -> str:
         """One attempt; returns what happened (for the log and the tests)."""
+        self.revision = Revision(self.revision.release, self._rollout())
         problems = self._unserved()
         if problems:
-            registered = self._registered_revision()
+            registered = self._registered_revisions()
             said = f"{UNSERVED}: {'; '.join(problems)}"
-            if registered is None or registered < self.revision:
+            if registered is None or any(older(r, self.revision) for r in registered):
                 self.unready.set(said)
                 return f"waiting: {said}"
             self.unready.set(None)
             self.registered = True          # this revision is registered: check at the slow pace
-            return f"not updating: {said} (revision {registered} stays registered)"
+            return f"not updating: {said} (revision {', '.join(map(str, registered))} stays registered)"
         self.unready.set(None)
         if not self._ready_here():
             return "waiting: this Pod is not ready"
@@ -311,5 +378,7 @@ def from_flags(api_client, manifests_path: str, owner: str, service: str | None,
         revision = int(environ.get("WW_REGISTER_REVISION") or 0)
     except ValueError:
         raise RegistrationError(f"WW_REGISTER_REVISION: not a number: {environ['WW_REGISTER_REVISION']!r}") from None
+    pod = (environ["POD_NAMESPACE"], environ["POD_NAME"]) if environ.get("POD_NAMESPACE") and environ.get("POD_NAME") \
+        else None
     return Registrar(api_client, load_manifests(manifests_path), revision, owner, service, environ.get("POD_IP") or None,
-                     f"https://{host}:{port}/readyz", os.path.join(cert_dir, "ca.crt"), targets)
+                     f"https://{host}:{port}/readyz", os.path.join(cert_dir, "ca.crt"), targets, pod)
