@@ -20,6 +20,7 @@ DEFAULT_GATES = {
     "DRAWorkloadResourceClaims": True,
     "CompositePodGroup": False,
     "PodGroupPreemptionPolicy": False,
+    "WorkloadWithJob": False,          # batch/v1 JobSpec.scheduling (webhook.rules.job)
 }
 DEFAULT_GROUP_LABEL = "scheduling.k8s.io/pod-group"
 DEFAULT_WORKLOAD_LABEL = "scheduling.k8s.io/workload"

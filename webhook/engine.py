@@ -12,7 +12,7 @@ from webhook.field import FieldError, Path, invalid
 from webhook.verdict import Verdict
 from webhook.mutation import patch, pods
 from webhook.mutation.defaults import default_target
-from webhook.rules import composite_podgroup, crd, podgroup, pods as pod_rules, workload
+from webhook.rules import composite_podgroup, crd, job, pod_templates, podgroup, pods as pod_rules, workload
 
 NOT_JUDGED = ("DELETE", "CONNECT")
 
@@ -97,10 +97,13 @@ def _validate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
     target = cfg.target_for(req.group, req.version, req.kind)
     is_core = kinds.scheduling_kind(req.group, req.version, req.kind) is not None
     is_pod = kinds.is_pod(req.group, req.version, req.kind)
-    if not (target or is_core or is_pod):
+    holder = kinds.workload_kind(req.group, req.version, req.kind)
+    if not (target or is_core or is_pod or holder):
         return Verdict(checked=False)
     if not isinstance(obj, dict):
         return Verdict(errors=[invalid(Path(), obj, "must be of type object")])
+    if holder is not None:       # built in: a target naming these kinds is judged so too
+        return _workload(obj, old, holder, cfg)
     if is_pod:
         if req.operation != "CREATE":
             return Verdict(checked=False)
@@ -115,6 +118,17 @@ def _validate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
     else:
         found = crd.validate_target(obj, old, target, cfg)
     return replace(found, errors=_dedupe(found.errors))
+
+
+def _workload(obj: dict, old: dict | None, holder: kinds.Kind, cfg: Config) -> Verdict:
+    """A built-in workload kind: a Job's (CronJob's) scheduling, and the Pod rules on its pod template."""
+    found = Verdict()
+    if holder == kinds.JOB:
+        found = job.validate_job(obj, old, cfg)
+    elif holder == kinds.CRONJOB:
+        found = job.validate_cronjob(obj, old, cfg)
+    errors = found.errors + pod_templates.validate_template(obj, old, kinds.POD_TEMPLATES[holder], cfg)
+    return replace(found, errors=_dedupe(errors))
 
 
 def _mutate(req: Request, cfg: Config, view: ClusterView) -> Verdict:

@@ -18,7 +18,7 @@ JOBSET_137 = "jobset-v1.37-a3bde49b.crd.yaml"      # the embedded Job template o
 JOBSET_WAS = "jobset-was-5e28553e.crd.yaml"        # plus spec.scheduling (pull request 1250)
 LWS_WAS = "lws-was-27c50700.crd.yaml"              # spec.scheduling (pull request 982)
 ALL_GATES = {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True, "DRAWorkloadResourceClaims": True,
-             "CompositePodGroup": True, "PodGroupPreemptionPolicy": True}
+             "CompositePodGroup": True, "PodGroupPreemptionPolicy": True, "WorkloadWithJob": True}
 
 
 def trainjob_crd_copy(group: str, kind: str, plural: str, version: str = "v1") -> str:

@@ -7,6 +7,9 @@ hand-written validation) and by the webhook's engine with the matching
 target. Verdict, field path and error type must agree, or differ exactly as
 a declaration of docs/rules.md says ("Where the webhook differs from
 upstream's own code"); every declaration must explain at least one case.
+Every `job` case is judged twice by the engine: as a CRD of the job-template
+profile (`job`) and as the batch/v1 Job it is (`batch-job`, the engine's
+built-in Job judging: a mirror, so none of its errors carries a rule id).
 
 Seeds: a fixed one, and a rotating one (the day's date, or WW_ORACLE_SEED)
 that a failure prints for replaying:
@@ -39,9 +42,11 @@ ROTATING_SEED = int(os.environ.get("WW_ORACLE_SEED") or datetime.date.today().st
 PER_SEED = int(os.environ.get("WW_ORACLE_CASES") or 3000)
 GROUP = "oracle.test"
 KINDS = {"leaf": "LeafJob", "composite": "CompositeJob", "job": "EmbeddedJob"}
+BATCH_JOB = "batch-job"     # a `job` case judged by the engine as a batch/v1 Job (built in, no target)
 # The embeddings as a user configures them: a plain target (defaults: POL-3, DIS-2, frozen blocks), a
 # composite whose children may change, and a CRD whose spec is a JobSpec (the job-template profile).
 CONFIG = from_dict({
+    "featureGates": {"WorkloadWithJob": True},       # as the oracle judges a Job
     "targets": [
         {"group": GROUP, "kind": KINDS["leaf"], "groups": [{"at": "spec.scheduling", "size": "spec.replicas"}]},
         {"group": GROUP, "kind": KINDS["composite"],
@@ -87,10 +92,12 @@ def _oracle_binary() -> str:
 
 
 def _request(embedding: str, obj: dict, old: dict | None) -> engine.Request:
+    group, kind = ("batch", "Job") if embedding == BATCH_JOB else (GROUP, KINDS[embedding])
+
     def full(o: dict) -> dict:
-        return {"apiVersion": f"{GROUP}/v1", "kind": KINDS[embedding],
+        return {"apiVersion": f"{group}/v1", "kind": kind,
                 "metadata": {"name": "case", "namespace": "default"}, **copy.deepcopy(o)}
-    return engine.Request("UPDATE" if old is not None else "CREATE", GROUP, "v1", KINDS[embedding], full(obj),
+    return engine.Request("UPDATE" if old is not None else "CREATE", group, "v1", kind, full(obj),
                           full(old) if old is not None else None, "default")
 
 
@@ -132,11 +139,12 @@ def judged():
         if a.get("failure"):
             out.append((c, None, None))
             continue
-        case = Case(c["embedding"], "UPDATE" if c["oldObject"] is not None else "CREATE", c["object"], c["oldObject"],
-                    [Error(e["type"], e["field"], e["detail"]) for e in a["errors"]],
-                    webhook_errors(c["embedding"], c["object"], c["oldObject"]))
-        rejudge = lambda o, old, e=c["embedding"]: webhook_errors(e, o, old)    # noqa: E731
-        out.append((c, case, differences.explain(case, declared, rejudge, prune)))
+        for embedding in (c["embedding"], BATCH_JOB) if c["embedding"] == "job" else (c["embedding"],):
+            case = Case(embedding, "UPDATE" if c["oldObject"] is not None else "CREATE", c["object"], c["oldObject"],
+                        [Error(e["type"], e["field"], e["detail"]) for e in a["errors"]],
+                        webhook_errors(embedding, c["object"], c["oldObject"]))
+            rejudge = lambda o, old, e=embedding: webhook_errors(e, o, old)    # noqa: E731
+            out.append((c, case, differences.explain(case, declared, rejudge, prune)))
     hits, steady_hits = Counter(), Counter()
     for c, _, outcome in out:
         if outcome:
@@ -161,7 +169,7 @@ def test_the_oracle_judges_every_case(judged):
 def test_the_cases_cover_every_embedding_operation_and_verdict(judged):
     out, _, _ = judged
     seen = Counter((case.embedding, case.operation, bool(case.upstream)) for _, case, _ in out if case)
-    for embedding in EMBEDDINGS:
+    for embedding in (*EMBEDDINGS, BATCH_JOB):
         for op in ("CREATE", "UPDATE"):
             for denied in (False, True):
                 assert seen[(embedding, op, denied)] >= 50, (embedding, op, denied, seen)
@@ -180,6 +188,18 @@ def test_every_case_agrees_or_differs_as_declared(judged):
                      + f"\n    webhook  {sorted((e.type, e.field) for e in case.webhook)}")
     assert not bad, (f"{len(bad)} cases differ from upstream in a way docs/rules.md does not declare "
                      f"(replay: WW_ORACLE_SEED={ROTATING_SEED}):\n" + "\n".join(lines))
+
+
+def test_a_built_in_job_reports_upstreams_rules_as_mirrors(judged):
+    """The batch/v1 Job's own rules (minCount <= parallelism, `all` with basic, the variant) are
+    kube-apiserver's: no error of a built-in Job carries a rule id (no `(POL-3)`, `(DIS-2)`, `(TGT-4)`)."""
+    out, _, _ = judged
+    tagged = [(e.rule, e.field) for _, case, _ in out if case and case.embedding == BATCH_JOB
+              for e in case.webhook if e.rule]
+    assert not tagged, f"a built-in Job reported own rules: {tagged[:5]}"
+    bound = [e for _, case, _ in out if case and case.embedding == BATCH_JOB for e in case.webhook
+             if e.field.endswith("gang.minCount") and "parallelism" in e.detail]
+    assert bound and all(re.fullmatch(r"must not be greater than parallelism \(-?\d+\)", e.detail) for e in bound)
 
 
 def test_every_declared_difference_explains_a_case(judged):
