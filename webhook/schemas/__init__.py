@@ -109,12 +109,9 @@ def _translate(err, base: Path) -> FieldError:
         missing = next((p for p in expected if p not in value), expected[0])
         return required(path.child(missing))
     if kind == "additionalProperties":
-        # As kubectl's strict field validation says it: unknown field "spec.x.y".
         known = sorted(err.schema.get("properties", {}))
         extra = sorted(k for k in value if k not in known) if isinstance(value, dict) else []
-        where = path.child(extra[0]) if extra else path
-        return invalid(where, OMIT, f'unknown field "{where}"' + (f" (known fields: {', '.join(known)})" if known
-                                                                  else " (this object has no fields)"))
+        return unknown_field(path.child(extra[0]) if extra else path, known)
     if kind == "enum":
         return not_supported(path, value, [str(v) for v in expected])
     if kind == "maxItems":
@@ -133,6 +130,12 @@ def _translate(err, base: Path) -> FieldError:
         options = [" and ".join(s.get("required", [])) for s in expected]
         return required(path, "must set " + " or ".join(o for o in options if o))
     return invalid(path, value, "does not match the schema")
+
+
+def unknown_field(where: Path, known: list[str]) -> FieldError:
+    """As kubectl's strict field validation says it: unknown field "spec.x.y"."""
+    return invalid(where, OMIT, f'unknown field "{where}"' + (f" (known fields: {', '.join(known)})" if known
+                                                              else " (this object has no fields)"))
 
 
 # Validated once per process (the config file): fastjsonschema's generated code for the config
