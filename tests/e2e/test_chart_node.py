@@ -4,7 +4,9 @@ containerd (tests/e2e/node.py) with the image built from the repository's Docker
 calls the webhook through its Service; kubectl inside the node's namespace shows
 enforcement, dry-run and Pod membership; the Pods run as the chart says; with every
 gate on in the cluster and the chart's default values (no config.featureGates), every
-upstream-valid case is admitted (issue 19, point 6); uninstall leaves nothing of the release.
+upstream-valid case is admitted (issue 19, point 6), and the chart's audit CronJob, run
+once, finds no violation in the upstream-valid objects stored (issue 28, point 4);
+uninstall leaves nothing of the release.
 The rest of the chart's life (certificate modes and rotation, upgrades, replica loss, releases
 that cannot become Ready) is in test_chart_node_rollout.py.
 
@@ -26,6 +28,7 @@ from tests.e2e import summary
 from tests.e2e.test_agreement import PLURALS, exclusion, versions
 from tests.e2e.rest import token_kubeconfig
 from tests.e2e.test_chart import ALL_GATES, CHART, TRAINJOB_TARGET, hook_attempts
+from tests.e2e.test_rollout import glob_reports
 from webhook.cluster.registrar import ANNOTATION_REVISION
 from tests.server.harness import REPO
 from tests.unit.helpers import pod, podgroup
@@ -89,6 +92,8 @@ def release(real_node, images, tmp_path_factory):
         "replicaCount": 2,
         "config": {"targets": [TRAINJOB_TARGET]},
         "tests": {"timeoutSeconds": 15},         # the failing `helm test` below gives up after this
+        # The audit CronJob, run on demand by its test (a schedule that never fires during a run).
+        "audit": {"enabled": True, "schedule": "0 0 1 1 *"},
     }))
     t0 = time.monotonic()
     proc = node.helm("install", RELEASE, CHART, "-n", NS, "--create-namespace", "-f", str(values),
@@ -250,6 +255,53 @@ def test_a_podgroup_the_api_server_defaults_preemptionPolicy_on_is_admitted(rele
     finally:
         release.kubectl("delete", "podgroup", "pg-defaulted", "pg-explicit", "-n", TENANT, "--ignore-not-found",
                         "--wait=false", check=False)
+
+
+AUDITED = "ww-audited"
+
+
+def test_the_charts_audit_with_every_gate_on_finds_no_violation_in_upstream_valid_objects(release):
+    """Issue 28, point 4: the audit judged with the config's gates (all alpha ones off) and reported
+    every PodGroup kube-apiserver had defaulted `spec.preemptionPolicy` on. The chart's CronJob, with
+    the chart's defaults, now reads the cluster's gates (its ClusterRole may GET /metrics)."""
+    node = release
+    for path in glob_reports():
+        node.kubectl("apply", "--server-side", "-f", path)
+    wait_for("the report CRDs served", lambda: node.kubectl("get", "reports.openreports.io", "-A",
+                                                            check=False).returncode == 0, node)
+    node.kubectl("create", "namespace", AUDITED)
+    job = f"{FULLNAME}-audit-now"
+    try:
+        stored = 0
+        for i, case in enumerate(UPSTREAM_VALID):
+            if case["operation"] != "CREATE":
+                continue
+            obj = copy.deepcopy(case["object"])
+            obj["metadata"] = {**(obj.get("metadata") or {}), "namespace": AUDITED, "name": f"valid-{i}"}
+            status, body = node.api("POST", f"/apis/{obj['apiVersion']}/namespaces/{AUDITED}/{PLURALS[case['kind']]}",
+                                    obj)
+            assert status == 201, (case["id"], body.get("message"))
+            stored += 1
+        defaulted = json.loads(node.kubectl("get", "podgroups", "-n", AUDITED, "-o", "json").stdout)["items"]
+        assert defaulted and all(pg["spec"].get("preemptionPolicy") for pg in defaulted)   # what the audit refused
+        node.kubectl("create", "job", job, f"--from=cronjob/{FULLNAME}-audit", "-n", NS)
+        done = node.kubectl("wait", "--for=condition=complete", f"job/{job}", "-n", NS, "--timeout=180s",
+                            check=False, timeout=200)
+        log = node.kubectl("logs", f"job/{job}", "-n", NS, check=False).stdout + \
+            node.kubectl("logs", f"job/{job}", "-n", NS, check=False).stderr
+        assert done.returncode == 0, f"the audit Job did not complete: {done.stderr}\n{log[-3000:]}\n{node.diagnose(NS)}"
+        gates = next((line for line in log.splitlines() if line.startswith("feature gates")), "")
+        assert gates.startswith("feature gates from the API server: ") and "PodGroupPreemptionPolicy=on" in gates, log
+        report = json.loads(node.kubectl("get", "reports.openreports.io", "workload-webhook", "-n", AUDITED, "-o",
+                                         "json").stdout)
+        assert report["summary"]["fail"] == 0 and report["summary"]["warn"] == 0, report["results"][:3]
+        assert report["summary"]["pass"] == stored, report["summary"]
+        summary.add(f"real node chart audit CronJob, every gate on, default values: {stored} upstream-valid objects "
+                    f"audited, {report['summary']['fail']} violations")
+    finally:
+        node.kubectl("delete", "job", job, "-n", NS, "--cascade=foreground", "--ignore-not-found", "--wait=true",
+                     check=False, timeout=120)
+        node.kubectl("delete", "namespace", AUDITED, "--wait=false", check=False)
 
 
 def _peak_memory(node) -> str | None:

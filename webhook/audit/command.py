@@ -8,6 +8,7 @@ import sys
 
 from webhook.audit import lister as lister_mod
 from webhook.audit import reports
+from webhook.audit.gates import audit_gates
 from webhook.audit.runner import judge_all
 from webhook.enforcement import RANK, fails
 
@@ -23,6 +24,7 @@ def run(args, cfg) -> int:
         if api is None:
             print(f"error: {credentials.no_cluster_message()}", file=sys.stderr)
             return EXIT_USAGE
+        cfg, gates_used = audit_gates(api, cfg)
         lister = lister_mod.Lister(api, page_size=args.page_size)
         view = ClusterCache(api, timeout=cfg.server.lookupTimeoutSeconds)   # GET on demand, no watch started
 
@@ -39,6 +41,7 @@ def run(args, cfg) -> int:
     finally:
         if api is not None:
             api.close()
+    print(gates_used, file=sys.stderr)      # which gates judged (after a cluster error: only that error)
     _print(outcome, written, args.output)
     worst = outcome.worst()
     return EXIT_VIOLATION if fails(worst, args.fail_on) else EXIT_OK

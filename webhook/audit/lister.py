@@ -1,6 +1,9 @@
-"""Every core scheduling object and every configured target in a cluster,
+"""Every core scheduling object, every built-in workload with a pod template
+(Deployments, ..., Jobs, CronJobs) and every configured target in a cluster,
 page by page (`limit`/`continue`): memory follows the page size, not the
-cluster. A resource the cluster does not serve is skipped and said so."""
+cluster. A resource the cluster does not serve is skipped and said so; so is a
+workload kind the account may not list, and a ReplicaSet or Job its Deployment
+or CronJob controls (judged through that owner's template)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,12 +21,22 @@ class Resource:
     kind: str
     plural: str
     versions: tuple[str, ...]      # tried in order; empty: the group's preferred version
+    optional: bool = False         # a 403 skips it (said so) instead of failing the audit
+    owner: str | None = None       # items a controller of this kind controls are judged through it
 
 
 def resources(cfg: Config) -> list[Resource]:
     out = [Resource(k.group, k.kind, k.plural, k.versions) for k in kinds.SCHEDULING_KINDS]
-    out += [Resource(t.group, t.kind, t.resource, t.versions) for t in cfg.targets]
+    out += [Resource(k.group, k.kind, k.plural, k.versions, optional=True,
+                     owner=kinds.OWNED_BY[k].kind if k in kinds.OWNED_BY else None) for k in kinds.POD_TEMPLATES]
+    listed = {(r.group, r.plural) for r in out}
+    out += [Resource(t.group, t.kind, t.resource, t.versions) for t in cfg.targets if (t.group, t.resource) not in listed]
     return out
+
+
+def controlled_by(item: dict, kind: str) -> bool:
+    refs = (item.get("metadata") or {}).get("ownerReferences") or []
+    return any(isinstance(r, dict) and r.get("controller") and r.get("kind") == kind for r in refs)
 
 
 class Lister:
@@ -62,18 +75,31 @@ class Lister:
         return None
 
     def objects(self, res: Resource) -> Iterator[dict]:
-        version = self.version(res)
+        from kubernetes.client.rest import ApiException
+        try:
+            version = self.version(res)
+        except ApiException as exc:
+            if not (res.optional and exc.status == 403):
+                raise
+            self.skipped.append(f"{res.plural}.{res.group}: not listed (403 Forbidden for this account): "
+                                "their pod templates are not judged")
+            return
         if version is None:
             self.skipped.append(f"{res.plural}.{res.group}: not served by this cluster")
             return
-        token = None
+        token, owned = None, 0
         while True:
             page = self.api.list_cluster_custom_object(res.group, version, res.plural, limit=self.page_size,
                                                        _continue=token, _request_timeout=TIMEOUT)
             for item in page.get("items") or []:
+                if res.owner and controlled_by(item, res.owner):
+                    owned += 1
+                    continue
                 item.setdefault("apiVersion", f"{res.group}/{version}")
                 item.setdefault("kind", res.kind)
                 yield item
             token = (page.get("metadata") or {}).get("continue")
             if not token:
-                return
+                break
+        if owned:
+            self.skipped.append(f"{res.plural}.{res.group}: {owned} controlled by a {res.owner}, judged through it")

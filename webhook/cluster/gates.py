@@ -6,8 +6,9 @@ again from a config value would second-guess the server (and, with
 PodGroupPreemptionPolicy on, refuse the Job controller's PodGroups, which the
 API server defaults). `serve` therefore reads the gates from the API server's
 `kubernetes_feature_enabled` metric; where that is not readable, every gate
-counts as on and the gate checks are left to the API server. The config's
-`featureGates` is for the offline CLI."""
+counts as on and the gate checks are left to the API server. `audit` reads
+them the same way (webhook.audit.gates); the config's `featureGates` is for
+`validate` and `mutate`, and for an audit that cannot read the cluster's."""
 from __future__ import annotations
 
 import logging
@@ -38,26 +39,42 @@ def from_metrics(text: str) -> dict[str, bool]:
     return gates
 
 
-def read_cluster_gates(api, timeout: float = 10) -> dict[str, bool] | None:
-    """The API server's gates, or None when its /metrics cannot be read."""
+def read_gates(api, timeout: float = 10) -> tuple[dict[str, bool] | None, str]:
+    """(the API server's gates, or None when its /metrics cannot be read; why not, in one line)."""
     from webhook.cluster.cache import raw_get
     try:
         status, body = raw_get(api, "/metrics", "text/plain", timeout)
         if status != 200:
             raise RuntimeError(f"HTTP {status}")
     except Exception as exc:          # 403 without the RBAC rule, an unreachable server, ...
-        log.info("the API server's /metrics is not readable (%s)", (str(exc).splitlines() or [""])[0][:200])
-        return None
+        status = getattr(exc, "status", None)        # an ApiException: "403 Forbidden"
+        why = f"{status} {getattr(exc, 'reason', '')}".strip() if status else (str(exc).splitlines() or [""])[0][:200]
+        log.info("the API server's /metrics is not readable (%s)", why)
+        return None, why
     gates = from_metrics(body[:MAX_METRICS_BYTES].decode("utf-8", "replace"))
-    return gates or None
+    return (gates, "") if gates else (None, "it reports no kubernetes_feature_enabled metric")
+
+
+def read_cluster_gates(api, timeout: float = 10) -> dict[str, bool] | None:
+    """The API server's gates, or None when its /metrics cannot be read."""
+    return read_gates(api, timeout)[0]
+
+
+def as_judged(read: dict[str, bool]) -> dict[str, bool]:
+    """The service's gates from what the API server reported: one it does not report counts as on
+    (a field it has no gate for was admitted or dropped by it)."""
+    return {name: read.get(name, True) for name in DEFAULT_GATES}
+
+
+def shown(gates: dict[str, bool]) -> str:
+    return ", ".join(f"{k}={'on' if v else 'off'}" for k, v in gates.items())
 
 
 def serving_gates(api) -> tuple[dict[str, bool], str]:
     """(the gates serve judges with, how they were found: a line for the log)."""
     read = read_cluster_gates(api) if api is not None else None
     if read is not None:
-        gates = {name: read.get(name, True) for name in DEFAULT_GATES}
-        shown = ", ".join(f"{k}={'on' if v else 'off'}" for k, v in gates.items())
-        return gates, f"feature gates from the API server: {shown}"
+        gates = as_judged(read)
+        return gates, f"feature gates from the API server: {shown(gates)}"
     return ({name: True for name in DEFAULT_GATES},
             "feature gates: left to the API server (its /metrics is not readable); gated fields it admitted are accepted")
