@@ -13,7 +13,8 @@ from webhook.cluster.view import StaticView
 from webhook.field import FieldError
 from tests.unit.helpers import config, groupjob, node_paths, pod, podgroup, template, trainjob, workload
 
-CFG = config(pods={"claimsToContainers": "all"}, profiles=["jobset", "leaderworkerset"])
+CFG = config(pods={"claimsToContainers": "all"}, profiles=["jobset", "leaderworkerset"],
+             featureGates={"CompositePodGroup": True, "PodGroupPreemptionPolicy": True, "WorkloadWithJob": True})
 _POD = {"spec": {"containers": [{"name": "c"}], "schedulingGroup": {"podGroupName": "x"}}}
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
@@ -39,6 +40,17 @@ SEEDS = [
          "scheduling": {"schedulingPolicy": {"gang": {"minCount": 3}}, "disruptionMode": {"all": {}},
                         "replicatedJobs": [{"targetReplicatedJobs": ["a"], "job": {"schedulingPolicy": {"gang": {"minCount": 1}}}},
                                            {"targetReplicatedJobs": ["b", "a"], "resourceClaims": [{"name": "g"}]}]}}},
+    # Built in: a Job and a CronJob (scheduling and pod template), a Deployment's pod template.
+    {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "ml"},
+     "spec": {"parallelism": 2, "template": {"metadata": {"labels": {"scheduling.k8s.io/pod-group": "pg"}}, **_POD},
+              "scheduling": {"schedulingPolicy": {"gang": {"minCount": 2}}, "disruptionMode": {"all": {}},
+                             "schedulingConstraints": {"topology": [{"key": "k"}]},
+                             "resourceClaims": [{"name": "g", "resourceClaimName": "g"}]}}},
+    {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "cj", "namespace": "ml"},
+     "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": _POD, "scheduling": {
+         "schedulingPolicy": {"basic": {}}, "disruptionMode": {"single": {}}}}}}},
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "ml"},
+     "spec": {"replicas": 2, "template": {"metadata": {"labels": {"scheduling.k8s.io/pod-group": "pg"}}, **_POD}}},
     {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "l", "namespace": "ml"},
      "spec": {"startupPolicy": "LeaderReady", "leaderWorkerTemplate": {"size": 4, "workerTemplate": _POD},
               "scheduling": {"schedulingPolicy": {"gang": {"minCount": 4}}, "resourceClaims": [{"name": "g"}]}}},
