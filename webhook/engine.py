@@ -119,7 +119,7 @@ def _validate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
     target = cfg.target_for(req.group, req.version, req.kind)
     is_core = kinds.scheduling_kind(req.group, req.version, req.kind) is not None
     is_pod = kinds.is_pod(req.group, req.version, req.kind)
-    holder = kinds.workload_kind(req.group, req.version, req.kind)
+    holder = None if is_core or is_pod else kinds.workload_kind(req.group, req.version, req.kind)   # Pods: no cost
     if not (target or is_core or is_pod or holder):
         return Verdict(checked=False)
     if not isinstance(obj, dict):
