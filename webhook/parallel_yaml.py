@@ -1,0 +1,135 @@
+"""A large YAML stream read on several cores: cut at document boundaries
+(`---` lines), each part composed and built by webhook.yaml_documents in a
+forked process, the objects sent back pickled, their spans moved to where the
+part starts. libyaml holds the interpreter for the whole parse, so threads
+would not help; a part costs its pickle (~a tenth of parsing it).
+
+Only where it is safe and worth it: a stream of at least MIN_PART_CHARS per
+part, more than one usable core, no other thread running (a fork copies no
+thread), no directive (`%YAML`, `%TAG` apply to the next document, which a
+cut could separate from them), and lines ending in \n or \r\n only. The result is the sequential one: the same
+objects in the same order, and the first error in file order."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import re
+import threading
+from typing import Any
+
+import yaml
+
+from webhook.yaml_documents import Span, TooLarge, documents
+
+MIN_PART_CHARS = 4_000_000
+MAX_PARTS = 8
+_DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
+_DIRECTIVE = re.compile(r"^%", re.M)
+#: Line breaks libyaml counts that a count of "\n" would miss.
+_OTHER_BREAKS = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
+_TEXT = ""                     # the stream, set before forking: children read their part from it
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:     # not Linux
+        return os.cpu_count() or 1
+
+
+def cuts(text: str, parts: int) -> list[int]:
+    """Where the parts start: 0, then the `---` line at or after each equal share."""
+    out = [0]
+    for k in range(1, parts):
+        m = _DOCUMENT_START.search(text, max(out[-1] + 1, len(text) * k // parts))
+        if m is None:
+            break
+        out.append(m.start())
+    return out
+
+
+def _line_of(text: str, index: int, known: tuple[int, int]) -> int:
+    at, line = known
+    return line + text.count("\n", at, index)
+
+
+def _parse_part(start: int, end: int, budget: int) -> tuple[str, Any]:
+    """("ok", [(object, span tuple, item span tuples)]) or ("error", what the parent raises again)."""
+    try:
+        out = []
+        for obj, span, items in documents(_TEXT[start:end], budget):
+            out.append((obj, (span.start, span.end, span.line, span.column),
+                        None if items is None else [(s.start, s.end, s.line, s.column) for s in items]))
+        return "ok", out
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = (mark.index, mark.line, mark.column) if mark is not None else None
+        return "yaml", (exc.context, exc.problem or str(exc), where)
+    except TooLarge as exc:
+        return "large", str(exc)
+    except RecursionError:
+        return "deep", None
+    except yaml.YAMLError as exc:
+        return "yaml", (None, str(exc), None)
+
+
+def _child(conn, start: int, end: int, budget: int) -> None:
+    conn.send_bytes(pickle.dumps(_parse_part(start, end, budget), protocol=pickle.HIGHEST_PROTOCOL))
+    conn.close()
+
+
+def _shifted(result: tuple[str, Any], index: int, line: int) -> list[tuple[Any, Span, list[Span] | None]]:
+    """A part's documents with spans in the whole stream's terms, or its error raised."""
+    kind, value = result
+    if kind == "ok":
+        def span(t):   # lines and indices move; a part starts a line, so columns stay
+            return Span(t[0] + index, t[1] + index, t[2] + line, t[3])
+        return [(obj, span(s), None if items is None else [span(i) for i in items]) for obj, s, items in value]
+    if kind == "large":
+        raise TooLarge(value)
+    if kind == "deep":
+        raise RecursionError()
+    context, problem, where = value
+    mark = None if where is None else yaml.Mark("<stream>", where[0] + index, where[1] + line, where[2], None, None)
+    raise yaml.MarkedYAMLError(context, None, problem, mark)
+
+
+def read(text: str, budget: int) -> list[tuple[Any, Span, list[Span] | None]]:
+    """Every document of `text`, as webhook.yaml_documents.documents gives them."""
+    parts = min(_usable_cores(), MAX_PARTS, len(text) // MIN_PART_CHARS)
+    if parts < 2 or threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods() \
+            or _DIRECTIVE.search(text) or _OTHER_BREAKS.search(text):
+        return list(documents(text, budget))
+    starts = cuts(text, parts)
+    if len(starts) < 2:
+        return list(documents(text, budget))
+    ends = [*starts[1:], len(text)]
+    global _TEXT
+    _TEXT = text
+    ctx = multiprocessing.get_context("fork")
+    children = []
+    try:
+        for start, end in zip(starts[1:], ends[1:]):
+            receive, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_child, args=(send, start, end, budget), daemon=True)
+            proc.start()
+            send.close()
+            children.append((proc, receive))
+        results = [_parse_part(0, ends[0], budget)]
+        for (proc, receive), start, end in zip(children, starts[1:], ends[1:]):
+            try:
+                results.append(pickle.loads(receive.recv_bytes()))
+            except (EOFError, OSError):           # the child died (out of memory?): its part here, then
+                results.append(_parse_part(start, end, budget))
+    finally:
+        _TEXT = ""
+        for proc, receive in children:
+            receive.close()
+            proc.join()
+    out, known = [], (0, 0)
+    for start, result in zip(starts, results):
+        line = _line_of(text, start, known)
+        known = (start, line)
+        out += _shifted(result, start, line)
+    return out
