@@ -10,17 +10,12 @@ from typing import Sequence
 
 import yaml
 
-from webhook import engine, explain
+from webhook import engine, explain, validate_command
 from webhook.certs_command import ip_address
 from webhook.cluster.view import StaticView
 from webhook.command_input import (EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, label as _label, load as _load,
                                    load_config as _load_config, profile as _profile)
 from webhook.mutation.patch import apply
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    from webhook.validate_command import run
-    return run(args)
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
@@ -238,11 +233,8 @@ def _config_args(p: argparse.ArgumentParser) -> None:
 
 
 def _version() -> str:
-    from importlib import metadata
-    try:
-        return metadata.version("workload-webhook")
-    except metadata.PackageNotFoundError:     # run from a source tree that was never installed
-        return "unknown (not installed)"
+    from webhook.command_input import package_version
+    return package_version()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -251,22 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    v = sub.add_parser("validate", help="validate manifests offline with the webhook's rules")
-    v.add_argument("-f", "--filename", action="append", required=True, metavar="PATH",
-                   help="file or directory (YAML, multi-document, or JSON); repeatable; - for stdin")
-    v.add_argument("--old", action="append", metavar="PATH",
-                   help="the stored objects: judge -f as an UPDATE of the object with the same kind/namespace/name")
-    v.add_argument("--crd", action="append", metavar="PATH",
-                   help="CustomResourceDefinitions (file or directory; repeatable): fields their schemas do not "
-                        "declare are errors, as kubectl's strict field validation says them")
-    _config_args(v)
-    v.add_argument("--fail-on", choices=("deny", "warn", "audit"), default="deny",
-                   help="exit 1 on violations enforced at or above this action (enforcement config; default deny)")
-    v.add_argument("--fail-on-skipped", action="store_true",
-                   help="exit 1 when an object has no rules (a kind or version the config does not cover)")
-    v.add_argument("-o", "--output", choices=("text", "json"), default="text",
-                   help="text: a line per problem and per object, like kubectl; json: one record per object")
-    v.set_defaults(func=cmd_validate)
+    validate_command.add_parser(sub)
 
     m = sub.add_parser("mutate", help="print a Pod or target object as the mutating webhook would change it")
     m.add_argument("-f", "--filename", action="append", required=True, metavar="PATH",

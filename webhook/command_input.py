@@ -12,7 +12,7 @@ EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
 
 def profile(text: str) -> str | dict:
-    """`jobset`, `leaderworkerset`, or `job-template:KIND.GROUP:JOBSPEC_PATH`."""
+    """`jobset`, `leaderworkerset` (or `lws`), or `job-template:KIND.GROUP:JOBSPEC_PATH`."""
     if not text.startswith("job-template:"):
         return text
     _, _, rest = text.partition(":")
@@ -43,3 +43,11 @@ def load(paths: list[str]) -> tuple[list[manifests.Document], list[manifests.Fil
 def label(obj) -> tuple[str, str, str | None]:
     _, kind, ns, name = manifests.identity(obj)
     return kind or "<no kind>", f"{ns}/{name}" if ns else (name or "<no name>"), ns or None
+
+
+def package_version() -> str:
+    from importlib import metadata
+    try:
+        return metadata.version("workload-webhook")
+    except metadata.PackageNotFoundError:     # run from a source tree that was never installed
+        return "unknown (not installed)"

@@ -1,38 +1,59 @@
-"""`validate`: the webhook's rules on files, as a CI gate. Objects no rule
-covers (a kind or version the config does not name, a manifest without
-apiVersion/kind) are counted and listed, never silently passed: a CRD's new
-version must not switch the gate off unnoticed (`--fail-on-skipped` makes them
-fail the run). An input with no object at all is an error. With `--crd`, the
-fields beside the blocks are checked against the CRD's schema too
-(webhook/crd_fields.py), as kubectl's strict field validation does."""
+"""`validate`: the webhook's rules on files, as a CI gate.
+
+What is judged is decided per apiVersion and kind before any rule runs
+(webhook.coverage): a ConfigMap costs a lookup. Skipped means suspicious only
+(a configured kind at a version the config does not cover, an object without
+apiVersion/kind: `--fail-on-skipped` fails those); unrelated kinds are counted
+apart, and `--skip` adds kinds to them. An input with no object at all is an
+error. With `--crd`, the fields beside the blocks are checked against the
+CRD's schema too (webhook/crd_fields.py), as kubectl's strict field
+validation does. The output formats are webhook/validate_output."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
+import gc
 import sys
 
-from webhook import crd_fields, engine, kinds, manifests
+from webhook import coverage, crd_fields, engine, manifests
 from webhook.cluster.view import StaticView
-from webhook.command_input import EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, label, load, load_config
-from webhook.config import Config
-from webhook.enforcement import fails
+from webhook.command_input import (EXIT_OK, EXIT_USAGE, label, load, load_config, package_version,
+                                   profile as parse_profile)
 from webhook.field import ROOT, invalid
+from webhook.validate_output import FORMATS, render
+from webhook.validate_output.model import SKIPPED, UNRELATED, Report, Result, judged
 from webhook.verdict import Verdict
 
 
-def skip_reason(obj: dict, cfg: Config) -> str:
-    """Why no rule judged this object, in the user's terms."""
-    api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    if not api_version or not kind:
-        return "no apiVersion/kind"
-    group, _, version = str(api_version).rpartition("/")
-    served = [t for t in cfg.targets if t.group == group and t.kind == kind]
-    known = next((k for k in (*kinds.SCHEDULING_KINDS, kinds.POD) if k.group == group and k.kind == kind), None)
-    versions = sorted({v for t in served for v in t.versions}) or (list(known.versions) if known else [])
-    if versions:
-        return f"no rules for {api_version} {kind} (the rules cover {', '.join(versions)})"
-    return f"no rules for {kind}.{group or 'core'}: not a target of the configuration"
+def add_parser(sub) -> argparse.ArgumentParser:
+    v = sub.add_parser("validate", help="validate manifests offline with the webhook's rules")
+    v.add_argument("-f", "--filename", action="extend", nargs="+", required=True, metavar="PATH",
+                   help="files or directories (YAML, multi-document, or JSON); repeatable; - for stdin")
+    v.add_argument("--old", action="append", metavar="PATH",
+                   help="the stored objects: judge -f as an UPDATE of the object with the same kind/namespace/name")
+    v.add_argument("--crd", action="append", metavar="PATH",
+                   help="CustomResourceDefinitions (file or directory; repeatable): fields their schemas do not "
+                        "declare are errors, as kubectl's strict field validation says them")
+    v.add_argument("--config", metavar="FILE", help="configuration file (docs/configuration.md)")
+    v.add_argument("--profile", action="append", type=parse_profile, metavar="NAME",
+                   help="add a shipped profile: jobset, leaderworkerset (lws), job-template:KIND.GROUP:JOBSPEC_PATH; "
+                        "repeatable")
+    v.add_argument("--fail-on", choices=("deny", "warn", "audit"), default="deny",
+                   help="exit 1 on violations enforced at or above this action (enforcement config; default deny)")
+    v.add_argument("--fail-on-skipped", action="store_true",
+                   help="exit 1 when an object is skipped: a configured kind at a version the config does not cover, "
+                        "or no apiVersion/kind (unrelated kinds never fail)")
+    v.add_argument("--skip", action="append", metavar="KIND",
+                   help="kinds not to judge, counted as unrelated: KIND, KIND.GROUP or APIVERSION/KIND; "
+                        "comma-separated, repeatable")
+    v.add_argument("-o", "--output", choices=FORMATS, default="text",
+                   help="text: a line per violation and per object, like kubectl; json: a record per object; "
+                        "junit: JUnit XML; sarif: SARIF 2.1.0; github: GitHub Actions annotations")
+    v.add_argument("-q", "--quiet", action="store_true",
+                   help="only the violations and what fails the run (no valid, skipped or unrelated objects, "
+                        "no summary)")
+    v.set_defaults(func=run)
+    return v
 
 
 def crd_schemas(paths: list[str]) -> crd_fields.Schemas:
@@ -63,6 +84,33 @@ def with_unknown_fields(verdict: Verdict, obj: dict, schemas: crd_fields.Schemas
     return dataclasses.replace(verdict, errors=[*verdict.errors, *extra], checked=True)
 
 
+def judge(docs: list[manifests.Document], args: argparse.Namespace, cfg, schemas, olds: dict) -> list[Result]:
+    classify = coverage.Classifier(cfg, coverage.parse_skip(args.skip)).of
+    view = StaticView([d.obj for d in docs], authoritative=False)
+    results = []
+    for doc in docs:
+        obj = doc.obj
+        if not isinstance(obj, dict):
+            verdict = Verdict(errors=[invalid(ROOT, obj, "a manifest must be an object")])
+            results.append(judged(doc, verdict, args.fail_on))
+            continue
+        found = classify(obj)
+        if found.state == coverage.JUDGED:
+            old = olds.get(manifests.identity(obj)) if args.old else None
+            verdict = engine.validate(engine.Request.for_object(obj, old), cfg, view, scope="cli")
+            if schemas is not None:
+                verdict = with_unknown_fields(verdict, obj, schemas)
+            if verdict.checked:
+                results.append(judged(doc, verdict, args.fail_on))
+            else:                               # a Pod is judged when it is created
+                results.append(Result(doc, UNRELATED, verdict, f"{obj.get('kind')} is judged on create only"))
+        elif found.state == coverage.SKIPPED:
+            results.append(Result(doc, SKIPPED, reason=found.reason, fails=args.fail_on_skipped))
+        else:
+            results.append(Result(doc, UNRELATED, reason=found.reason, hint=found.profile))
+    return results
+
+
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.profile)
     schemas = crd_schemas(args.crd) if getattr(args, "crd", None) else None
@@ -72,60 +120,10 @@ def run(args: argparse.Namespace) -> int:
     if not docs and not problems:
         print(f"error: no objects in {', '.join(args.filename)}", file=sys.stderr)
         return EXIT_USAGE
+    # What was read lives until the end: the cyclic collector need not walk it again and again.
+    gc.freeze()
     olds = {manifests.identity(d.obj): d.obj for d in old_docs}
-    view = StaticView([d.obj for d in docs], authoritative=False)
-    results = []
-    for doc in docs:
-        old = olds.get(manifests.identity(doc.obj)) if args.old else None
-        if isinstance(doc.obj, dict):
-            verdict = engine.validate(engine.Request.for_object(doc.obj, old), cfg, view, scope="cli")
-            if schemas is not None:
-                verdict = with_unknown_fields(verdict, doc.obj, schemas)
-        else:
-            verdict = Verdict(errors=[invalid(ROOT, doc.obj, "a manifest must be an object")])
-        results.append((doc, verdict, None if verdict.checked else skip_reason(doc.obj, cfg)))
-    skipped = [(doc, why) for doc, _, why in results if why]
-    (_json if args.output == "json" else _text)(results, problems)
-    failed = problems or any(fails(v.action, args.fail_on) for _, v, _ in results)
-    return EXIT_VIOLATION if failed or (skipped and args.fail_on_skipped) else EXIT_OK
-
-
-def _json(results, problems) -> None:
-    out = []
-    for doc, v, why in results:
-        _, kind, ns, name = manifests.identity(doc.obj)
-        out.append({"file": doc.file, "kind": kind, "namespace": ns or None, "name": name,
-                    "allowed": v.allowed, "action": v.action, "skipped": why,
-                    "errors": [e.as_dict() for e in v.errors], "warned": [e.as_dict() for e in v.warned],
-                    "audited": [e.as_dict() for e in v.audits], "warnings": v.warnings})
-    for p in problems:
-        out.append({"file": p.file, "kind": None, "namespace": None, "name": None, "allowed": False, "action": "deny",
-                    "skipped": None, "errors": [{"field": "", "type": "Invalid", "detail": p.message}], "warned": [],
-                    "audited": [], "warnings": []})
-    json.dump(out, sys.stdout, indent=2)
-    sys.stdout.write("\n")
-
-
-def _text(results, problems) -> None:
-    for p in problems:
-        print(f"{p.file}: error: {p.message}")
-    for doc, v, why in results:
-        kind, ident, _ = label(doc.obj)
-        prefix = f"{doc.file}: {kind} {ident}"
-        for e in v.errors:
-            print(f"{prefix}: {e}")
-        for e in v.warned:
-            print(f"{prefix}: Warning: {e}")
-        for e in v.audits:
-            print(f"{prefix}: Audit: {e}")
-        for w in v.warnings:
-            print(f"{prefix}: Warning: {w}")
-        if v.allowed:
-            state = f"skipped ({why})" if why else \
-                "valid" if v.action is None else f"admitted with {v.action}-level violations (enforcement)"
-            print(f"{prefix}: {state}")
-    bad = sum(1 for _, v, _ in results if not v.allowed) + len(problems)
-    skipped = sum(1 for _, _, why in results if why)
-    checked = len(results) - skipped
-    print(f"{checked} object(s) checked, {bad} invalid, {skipped} skipped (no rules)"
-          + (": --fail-on-skipped makes these fail" if skipped else ""), file=sys.stderr)
+    report = Report(judge(docs, args, cfg, schemas, olds), problems, args.fail_on, args.fail_on_skipped,
+                    args.quiet, package_version())
+    render(args.output, report, sys.stdout, sys.stderr)
+    return report.summary.exit_code or EXIT_OK

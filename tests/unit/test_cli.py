@@ -23,8 +23,9 @@ def test_valid_examples_exit_0(capsys):
 def test_invalid_examples_exit_1_with_kubectl_like_lines(capsys):
     code, out, _ = run(capsys, "validate", "-f", "examples/invalid", *CFG)
     assert code == 1
-    assert ("examples/invalid/trainjob-all-with-basic.yaml: TrainJob ml/all-with-basic: spec.scheduling.disruptionMode: "
-            "Invalid value: ") in out
+    # file:line:column of the field, then the object and kubectl's error line.
+    assert ("examples/invalid/trainjob-all-with-basic.yaml:10:5: TrainJob ml/all-with-basic: "
+            "spec.scheduling.disruptionMode: Invalid value: ") in out
     assert "spec.scheduling.schedulingPolicy.gang.minCount: Invalid value: 12: must be less than or equal to spec.replicas (8)" in out
     assert "Too many: 2: must have at most 1 item" in out
     assert "spec.compositePodGroupTemplates[0].podGroupTemplates[0].schedulingPolicy.gang.minCount: Required value" in out
@@ -38,13 +39,15 @@ def test_json_output_shape(capsys):
     code, out, _ = run(capsys, "validate", "-f", "examples/invalid/trainjob-all-with-basic.yaml", "-o", "json", *CFG)
     assert code == 1
     [entry] = json.loads(out)
-    assert set(entry) == {"file", "kind", "namespace", "name", "allowed", "action", "skipped", "errors", "warned",
-                          "audited", "warnings"}
-    assert entry["skipped"] is None
+    assert set(entry) == {"file", "line", "apiVersion", "kind", "namespace", "name", "status", "fails", "allowed",
+                          "action", "skipped", "unrelated", "errors", "warned", "audited", "warnings"}
+    assert entry["skipped"] is None and entry["unrelated"] is None
+    assert entry["apiVersion"] == "training.example.com/v1alpha1" and entry["status"] == "invalid" and entry["fails"]
     assert entry["allowed"] is False and entry["action"] == "deny" and entry["errors"][0]["rule"] == "DIS-2"
     assert entry["allowed"] is False and entry["kind"] == "TrainJob" and entry["namespace"] == "ml"
     assert entry["errors"][0]["field"] == "spec.scheduling.disruptionMode"
     assert entry["errors"][0]["type"] == "Invalid"
+    assert (entry["errors"][0]["line"], entry["errors"][0]["column"]) == (10, 5)
 
 
 def test_old_makes_an_update_check(tmp_path, capsys):
@@ -68,7 +71,7 @@ def test_multidoc_json_and_list(tmp_path, capsys):
     code, out, _ = run(capsys, "validate", "-f", str(tmp_path))
     assert code == 1
     assert "PodGroup a: spec.schedulingPolicy.gang.minCount: Required value" in out
-    assert "ConfigMap c: skipped" in out
+    assert "ConfigMap c: unrelated (no rules for ConfigMap.core: not a target of the configuration)" in out
 
 
 def test_broken_file_and_missing_path(tmp_path, capsys):

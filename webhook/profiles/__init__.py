@@ -20,6 +20,8 @@ from webhook.schemas import structural_errors
 
 _DIR = os.path.dirname(__file__)
 NAMES = ("jobset", "leaderworkerset", "job-template")
+#: Short names a config or `--profile` may use instead (`lws`, as the LWS project calls itself).
+ALIASES = {"lws": "leaderworkerset"}
 _PARAM = re.compile(r"\{(\w+)\}")
 # job-template's parameters; the others take none.
 _JOB_TEMPLATE_KEYS = ("group", "kind", "versions", "plural", "jobSpec")
@@ -47,6 +49,7 @@ def expand(entries: list, errors: list[FieldError]) -> list[dict]:
     for i, entry in enumerate(entries):
         where = Path("profiles", i)
         name = entry if isinstance(entry, str) else entry.get("name")
+        name = ALIASES.get(name, name) if isinstance(name, str) else name
         if not isinstance(entry, (str, dict)) or name not in NAMES:
             errors.append(not_supported(where if isinstance(entry, str) else where.child("name"), name, NAMES))
             continue

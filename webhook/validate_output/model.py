@@ -1,0 +1,177 @@
+"""What `validate` found, as every output format reads it: one Result per
+object (its state, its verdict, whether it fails the run), the problems of
+files that could not be read, and the Summary whose counts explain the exit
+code. A violation's line and column are found only when a format asks
+(webhook.positions), so objects without findings cost nothing more."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from webhook.enforcement import fails
+from webhook.field import FieldError
+from webhook.manifests import Document, FileProblem
+from webhook.verdict import Verdict
+
+VALID, INVALID, WARNED, AUDITED, SKIPPED, UNRELATED = "valid", "invalid", "warned", "audited", "skipped", "unrelated"
+#: A Verdict's action -> the state of a judged object.
+_STATE = {None: VALID, "deny": INVALID, "warn": WARNED, "audit": AUDITED}
+#: A warning's leading field path (`spec.workloadRef.workloadName: Workload "w" not found`).
+_WARNING_PATH = re.compile(r"^([A-Za-z_][\w.\[\]-]*): ")
+_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of a report: a violation (deny, warn or audit, with its FieldError)
+    or a warning of the rules (`note`), where it is in the file."""
+    level: str                      # deny | warn | audit | note
+    text: str                       # as kubectl prints it: `field: Invalid value: ...: detail (RULE)`
+    line: int
+    column: int
+    error: FieldError | None = None
+
+    @property
+    def rule(self) -> str:
+        """The own rule id, else the upstream reason (`FieldValueInvalid`); `warning` for a note."""
+        if self.error is None:
+            return "warning"
+        return self.error.rule or self.error.reason
+
+
+@dataclass
+class Result:
+    doc: Document
+    state: str
+    verdict: Verdict = field(default_factory=Verdict)
+    reason: str | None = None       # why a skipped or unrelated object is not judged
+    fails: bool = False             # it makes the run exit 1
+    hint: str | None = None         # the flag that would judge it (`--profile jobset`)
+
+    @property
+    def api_version(self) -> str | None:
+        value = self.doc.obj.get("apiVersion") if isinstance(self.doc.obj, dict) else None
+        return None if value is None else str(value)
+
+    @cached_property
+    def identity(self) -> tuple[str, str, str | None, str | None]:
+        """(kind, `namespace/name` or name, namespace, name) for the report."""
+        obj = self.doc.obj if isinstance(self.doc.obj, dict) else {}
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        kind = str(obj.get("kind") or "") or "<no kind>"
+        ns, name = str(meta.get("namespace") or "") or None, str(meta.get("name") or "") or None
+        return kind, f"{ns}/{name or ''}" if ns else (name or "<no name>"), ns, name
+
+    @property
+    def label(self) -> str:
+        """`TrainJob ml/llama`, as the text lines name an object."""
+        kind, ident, _, _ = self.identity
+        return f"{kind} {ident}"
+
+    @property
+    def line(self) -> int:
+        """The object's first line in its file."""
+        return self.position(())[0]
+
+    def position(self, path) -> tuple[int, int]:
+        origin = self.doc.origin
+        return origin.position(path) if origin is not None else (1, 1)
+
+    @cached_property
+    def findings(self) -> list[Finding]:
+        v, out = self.verdict, []
+        for level, errors in (("deny", v.errors), ("warn", v.warned), ("audit", v.audits)):
+            for e in errors:
+                out.append(Finding(level, str(e), *self.position(e.field), error=e))
+        for w in v.warnings:
+            out.append(Finding("note", w, *self.position(_warning_path(w))))
+        return out
+
+
+def _warning_path(text: str) -> tuple:
+    m = _WARNING_PATH.match(text)
+    if not m:
+        return ()
+    return tuple(int(i) if i else name for name, i in _SEGMENT.findall(m.group(1)))
+
+
+@dataclass
+class Summary:
+    checked: int = 0
+    invalid: int = 0
+    warned: int = 0
+    audited: int = 0
+    skipped: int = 0
+    unrelated: int = 0
+    unread: int = 0                 # files that could not be read or parsed
+    failing: dict[str, int] = field(default_factory=dict)   # state -> objects of it that fail the run
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.unread or any(self.failing.values()) else 0
+
+
+@dataclass
+class Report:
+    results: list[Result]
+    problems: list[FileProblem]
+    fail_on: str = "deny"
+    fail_on_skipped: bool = False
+    quiet: bool = False
+    tool_version: str = "unknown"
+
+    @cached_property
+    def summary(self) -> Summary:
+        s = Summary(unread=len({p.file for p in self.problems}))
+        for r in self.results:
+            if r.state in (VALID, INVALID, WARNED, AUDITED):
+                s.checked += 1
+            if r.state != VALID:
+                setattr(s, r.state, getattr(s, r.state) + 1)
+            if r.fails:
+                s.failing[r.state] = s.failing.get(r.state, 0) + 1
+        return s
+
+    def shown(self, result: Result) -> bool:
+        """Whether a format lists this object: under --quiet only what has findings or fails."""
+        return not self.quiet or result.fails or bool(result.findings)
+
+    @property
+    def hints(self) -> dict[str, list[str]]:
+        """flag -> the kinds of the unrelated objects it would judge (`--profile jobset`: [JobSet])."""
+        out: dict[str, list[str]] = {}
+        for r in self.results:
+            if r.hint:
+                kinds = out.setdefault(r.hint, [])
+                if r.identity[0] not in kinds:
+                    kinds.append(r.identity[0])
+        return out
+
+
+def judged(doc: Document, verdict: Verdict, fail_on: str) -> Result:
+    state = _STATE[verdict.action]
+    return Result(doc, state, verdict, fails=fails(verdict.action, fail_on))
+
+
+def summary_lines(report: Report) -> list[str]:
+    """The counts, then the exit code and what makes it: the text and github formats end with these."""
+    s = report.summary
+    counts = (f"{s.checked} object(s) checked, {s.invalid} invalid, {s.skipped} skipped (suspicious), "
+              f"{s.unrelated} unrelated, {s.warned} warned, {s.audited} audited")
+    if s.unread:
+        counts += f", {s.unread} file(s) not read"
+    why = [f"{n} {state}" + ("" if state == INVALID else f" (--fail-on-skipped)" if state == SKIPPED
+                             else f" (--fail-on {report.fail_on})")
+           for state, n in s.failing.items() if n]
+    if s.unread:
+        why.append(f"{s.unread} file(s) not read")
+    if why:
+        verdict = "exit 1 because of " + ", ".join(why)
+    else:
+        verdict = f"exit 0: nothing fails at --fail-on {report.fail_on}"
+        if s.skipped:
+            verdict += f"; --fail-on-skipped makes the {s.skipped} skipped fail"
+    lines = [counts, verdict]
+    for flag, kinds in report.hints.items():
+        lines.append(f"hint: {', '.join(kinds)} objects were not judged: {flag} judges them")
+    return lines
