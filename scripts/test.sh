@@ -8,6 +8,12 @@ cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
+# zsh and fish: the unit tests run the completion scripts in them (bash is always there).
+if ! command -v zsh >/dev/null || ! command -v fish >/dev/null; then
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends zsh fish >/dev/null
+fi
+
 # Every tool the end-to-end tests need is built here, never inside a test (each script
 # is cached outside the repo and instant once built; the tests call it again for the path).
 setup() {   # setup SCRIPT WHAT

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import yaml
 
-from webhook import engine, explain, validate_command
+from webhook import completion, engine, explain, validate_command
 from webhook.certs_command import ip_address
 from webhook.cluster.view import StaticView
 from webhook.command_input import (EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, label as _label, load as _load,
@@ -367,6 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_schemas)
 
     explain.add_parser(sub)
+    completion.add_parser(sub, parser)
     return parser
 
 
