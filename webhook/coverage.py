@@ -10,16 +10,21 @@ hint naming the shipped profile that judges it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Iterable
 
 from webhook import kinds, profiles
 from webhook.config import Config
 
 JUDGED, SKIPPED, UNRELATED = "judged", "skipped", "unrelated"
-#: The shipped profiles that need no parameters, by the (group, kind) they judge.
-_PROFILE_OF = {(t["group"], t["kind"]): name for name in ("jobset", "leaderworkerset")
-               for t in profiles.data(name)["targets"]}
 _SHORT = {"leaderworkerset": "lws"}
+
+
+@cache
+def _profile_of() -> dict[tuple[str, str], str]:
+    """The shipped profiles that need no parameters, by the (group, kind) they judge."""
+    return {(t["group"], t["kind"]): name for name in ("jobset", "leaderworkerset")
+            for t in profiles.data(name)["targets"]}
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,7 @@ class Classifier:
         versions = sorted({v for t in served for v in t.versions}) or (list(known.versions) if known else [])
         if versions:
             return Coverage(SKIPPED, f"no rules for {api_version} {kind} (the rules cover {', '.join(versions)})")
-        profile = _PROFILE_OF.get((group, kind))
+        profile = _profile_of().get((group, kind))
         if profile:
             flag = f"--profile {_SHORT.get(profile, profile)}"
             return Coverage(UNRELATED, f"no rules for {kind}.{group}: not a target of the configuration; "

@@ -20,12 +20,11 @@ from typing import Any
 
 import yaml
 
-from webhook.yaml_documents import Span, TooLarge, documents
+from webhook.yaml_documents import DuplicateKey, Span, TooLarge, documents
 
-MIN_PART_CHARS = 4_000_000
+MIN_PART_CHARS = 1_500_000
 MAX_PARTS = 8
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
-_DIRECTIVE = re.compile(r"^%", re.M)
 #: Line breaks libyaml counts that a count of "\n" would miss.
 _OTHER_BREAKS = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
 _TEXT = ""                     # the stream, set before forking: children read their part from it
@@ -36,6 +35,12 @@ def _usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:     # not Linux
         return os.cpu_count() or 1
+
+
+def _other_breaks(text: str) -> bool:
+    """Whether libyaml would count lines that "\n" does not end (a membership test is a memchr:
+    fast; the expression runs only when a \r or one of the others is there)."""
+    return any(c in text for c in "\r\x85\u2028\u2029") and _OTHER_BREAKS.search(text) is not None
 
 
 def cuts(text: str, parts: int) -> list[int]:
@@ -62,6 +67,9 @@ def _parse_part(start: int, end: int, budget: int) -> tuple[str, Any]:
             out.append((obj, (span.start, span.end, span.line, span.column),
                         None if items is None else [(s.start, s.end, s.line, s.column) for s in items]))
         return "ok", out
+    except DuplicateKey as exc:
+        mark = exc.problem_mark
+        return "duplicate", (exc.key, exc.first_line, (mark.index, mark.line, mark.column))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = (mark.index, mark.line, mark.column) if mark is not None else None
@@ -90,19 +98,29 @@ def _shifted(result: tuple[str, Any], index: int, line: int) -> list[tuple[Any, 
         raise TooLarge(value)
     if kind == "deep":
         raise RecursionError()
+    if kind == "duplicate":
+        key, first_line, where = value
+        raise DuplicateKey(key, first_line + line, yaml.Mark("<stream>", where[0] + index, where[1] + line, where[2],
+                                                             None, None))
     context, problem, where = value
     mark = None if where is None else yaml.Mark("<stream>", where[0] + index, where[1] + line, where[2], None, None)
     raise yaml.MarkedYAMLError(context, None, problem, mark)
 
 
-def read(text: str, budget: int) -> list[tuple[Any, Span, list[Span] | None]]:
-    """Every document of `text`, as webhook.yaml_documents.documents gives them."""
+def plan(text: str) -> list[int] | None:
+    """Where the parts of `text` start, or None when it is read in one piece."""
     parts = min(_usable_cores(), MAX_PARTS, len(text) // MIN_PART_CHARS)
     if parts < 2 or threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods() \
-            or _DIRECTIVE.search(text) or _OTHER_BREAKS.search(text):
-        return list(documents(text, budget))
+            or text.startswith("%") or "\n%" in text or _other_breaks(text):
+        return None
     starts = cuts(text, parts)
-    if len(starts) < 2:
+    return starts if len(starts) > 1 else None
+
+
+def read(text: str, budget: int) -> list[tuple[Any, Span, list[Span] | None]]:
+    """Every document of `text`, as webhook.yaml_documents.documents gives them."""
+    starts = plan(text)
+    if starts is None:
         return list(documents(text, budget))
     ends = [*starts[1:], len(text)]
     global _TEXT

@@ -76,9 +76,16 @@ def _check_duplicates(loader, node: MappingNode) -> None:
             raise _duplicate(key, first, key_node)
 
 
-def _duplicate(key: Any, first, key_node) -> yaml.constructor.ConstructorError:
-    return yaml.constructor.ConstructorError(
-        None, None, f"duplicate key {key!r} (first at line {first.line + 1})", key_node.start_mark)
+class DuplicateKey(yaml.constructor.ConstructorError):
+    """A key given twice in a mapping; `first_line` (0-based) is where it was first."""
+
+    def __init__(self, key: str, first_line: int, mark):
+        self.key, self.first_line = key, first_line
+        super().__init__(None, None, f"duplicate key {key} (first at line {first_line + 1})", mark)
+
+
+def _duplicate(key: Any, first, key_node) -> DuplicateKey:
+    return DuplicateKey(repr(key), first.line, key_node.start_mark)
 
 
 @dataclass(frozen=True)
@@ -129,11 +136,11 @@ class _Builder:
             raise TooLarge(f"a document expands to more than {self.budget} nodes (YAML aliases?)")
 
     def build(self, node) -> Any:
-        self.seen += 1
-        if self.seen > self.budget:
-            self._grow(0)
+        """The object of `node`. A string scalar, the most common node by far, is
+        taken in place by its parent (no call); the budget is checked per collection."""
         cls = node.__class__
         if cls is ScalarNode:
+            self.seen += 1
             if node.tag == _STR:
                 return node.value
             construct = self.loader.yaml_constructors.get(node.tag)
@@ -146,35 +153,51 @@ class _Builder:
             if size is None:
                 raise yaml.constructor.ConstructorError(None, None, "an alias of its own ancestor (a recursive "
                                                         "structure)", node.start_mark)
-            self._grow(size - 1)
+            self._grow(size)
             return obj
         before = self.seen
+        build = self.build
         if cls is SequenceNode:
             if node.tag != _SEQ:
                 raise _Stock()
             out: Any = []
             self.memo[id(node)] = (out, None)
-            build = self.build
-            out.extend([build(item) for item in node.value])
+            for item in node.value:
+                if item.__class__ is ScalarNode and item.tag == _STR:
+                    self.seen += 1
+                    out.append(item.value)
+                else:
+                    out.append(build(item))
         else:
             if node.tag != _MAP:
                 raise _Stock()
             out = {}
             self.memo[id(node)] = (out, None)
             for key_node, value_node in node.value:
-                if key_node.tag == _MERGE:
-                    raise _Stock()
-                key = self.build(key_node)
-                try:
+                if key_node.__class__ is ScalarNode and key_node.tag == _STR:
+                    self.seen += 1
+                    key = key_node.value
                     there = key in out
-                except TypeError:
-                    raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
-                                                            "found unhashable key", key_node.start_mark) from None
+                else:
+                    if key_node.tag == _MERGE:
+                        raise _Stock()
+                    key = build(key_node)
+                    try:
+                        there = key in out
+                    except TypeError:
+                        raise yaml.constructor.ConstructorError(
+                            "while constructing a mapping", node.start_mark, "found unhashable key",
+                            key_node.start_mark) from None
                 if there:
-                    first = next(k for k, _ in node.value if k is not key_node and self.build(k) == key)
+                    first = next(k for k, _ in node.value if k is not key_node and build(k) == key)
                     raise _duplicate(key, first.start_mark, key_node)
-                out[key] = self.build(value_node)
-        self.memo[id(node)] = (out, self.seen - before + 1)
+                if value_node.__class__ is ScalarNode and value_node.tag == _STR:
+                    self.seen += 1
+                    out[key] = value_node.value
+                else:
+                    out[key] = build(value_node)
+        self._grow(1)
+        self.memo[id(node)] = (out, self.seen - before)
         return out
 
     def count(self, obj: Any) -> None:
