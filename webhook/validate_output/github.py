@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from webhook.enforcement import fails
-from webhook.validate_output.model import SKIPPED, Report, summary_lines
+from webhook.validate_output.model import SKIPPED, Report, write_lines
 
 
 def escape_data(text: str) -> str:
@@ -43,8 +43,4 @@ def lines(report: Report) -> list[str]:
 
 
 def render(report: Report, out: TextIO, err: TextIO) -> None:
-    text = lines(report)
-    if text:
-        out.write("\n".join(text) + "\n")
-    if not report.quiet:
-        err.write("\n".join(summary_lines(report)) + "\n")
+    write_lines(lines(report), report, out, err)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TextIO
 from webhook.enforcement import fails
 from webhook.field import FieldError
 from webhook.manifests import Document, FileProblem
@@ -175,3 +176,11 @@ def summary_lines(report: Report) -> list[str]:
     for flag, kinds in report.hints.items():
         lines.append(f"hint: {', '.join(kinds)} objects were not judged: {flag} judges them")
     return lines
+
+
+def write_lines(lines: list[str], report: Report, out: TextIO, err: TextIO) -> None:
+    """A line format's output: its lines, then (unless --quiet) the summary on stderr."""
+    if lines:
+        out.write("\n".join(lines) + "\n")
+    if not report.quiet:
+        err.write("\n".join(summary_lines(report)) + "\n")

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from webhook.validate_output.model import AUDITED, SKIPPED, UNRELATED, VALID, WARNED, Report, Result, summary_lines
+from webhook.validate_output.model import (AUDITED, SKIPPED, UNRELATED, VALID, WARNED, Report, Result,
+                                           write_lines)
 
 _TAG = {"deny": "", "warn": "Warning: ", "audit": "Audit: ", "note": "Warning: "}
 
@@ -38,8 +39,4 @@ def lines(report: Report) -> list[str]:
 
 
 def render(report: Report, out: TextIO, err: TextIO) -> None:
-    text = lines(report)
-    if text:
-        out.write("\n".join(text) + "\n")
-    if not report.quiet:
-        err.write("\n".join(summary_lines(report)) + "\n")
+    write_lines(lines(report), report, out, err)
