@@ -52,7 +52,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     v.add_argument("-q", "--quiet", action="store_true",
                    help="only the violations and what fails the run (no valid, skipped or unrelated objects, "
                         "no summary)")
-    v.set_defaults(func=run)
+    v.set_defaults(func=run, exit_without_teardown=True)
     return v
 
 

@@ -84,3 +84,10 @@ def test_positions_of_a_violation_in_the_last_part(tmp_path, capsys):
     line = text.count("\n") + 1 - 1                       # the last line: `    gang: {minCount: 0}`
     assert f"{path}:{line}:12: PodGroup pg: spec.schedulingPolicy.gang.minCount: Required value" \
         in capsys.readouterr().out
+
+
+def test_what_marshal_cannot_carry_comes_back_pickled():
+    text = stream(120) + "\n---\nwhen: !!timestamp 2026-01-01T00:00:00Z\nraw: !!binary aGVsbG8=\ntags: !!set {a, b}\n"
+    result = parallel_yaml.read(text, 10**6)
+    assert result == sequential(text)
+    assert type(result[-1][0]["when"]).__name__ == "datetime" and result[-1][0]["raw"] == b"hello"
