@@ -86,11 +86,11 @@ class Origin:
                 return self.source.line_column(_json_index(self.source, (*self.within, *path)))
             except (ValueError, IndexError):       # the text was read as JSON once: not expected
                 return 1, 1
-        span = self.span
-        node = self.source.node(span) if path else None
+        span, full = self.span, (*self.within, *path)
+        node = self.source.node(span) if full else None
         if node is None:
             return span.line + 1, span.column + 1
-        mark = _node_mark(node, path)
+        mark = _node_mark(node, full)
         return span.line + mark.line + 1, mark.column + 1
 
 
