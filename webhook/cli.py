@@ -13,7 +13,7 @@ import yaml
 from webhook import completion, engine, explain, validate_command
 from webhook.certs_command import ip_address
 from webhook.cluster.view import StaticView
-from webhook.command_input import (EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, label as _label, load as _load,
+from webhook.command_input import (EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, exit_now, label as _label, load as _load,
                                    load_config as _load_config, profile as _profile)
 from webhook.mutation.patch import apply
 
@@ -383,21 +383,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     except BrokenPipeError:
         return EXIT_OK
-    if argv is None and getattr(args, "exit_without_teardown", False):
-        _exit_now(code)
+    if argv is None and getattr(args, "exit_without_teardown", False):   # the process itself, not a test
+        exit_now(code)
     return code
-
-
-def _exit_now(code: int) -> None:
-    """End the process as soon as its output is out: freeing a large input's objects one by
-    one took as long as printing them (0.9 s of 50 MB). Only for the command line process
-    itself (argv None), never for main() called in a test."""
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:
-        pass
-    os._exit(code)
 
 
 if __name__ == "__main__":

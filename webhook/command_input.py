@@ -3,6 +3,7 @@ shipped profiles), the manifests, how an object is named, the exit codes."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from webhook import config as config_mod
@@ -51,3 +52,14 @@ def package_version() -> str:
         return metadata.version("workload-webhook")
     except metadata.PackageNotFoundError:     # run from a source tree that was never installed
         return "unknown (not installed)"
+
+
+def exit_now(code: int) -> None:
+    """End the command line process once its output is out: freeing a large input's objects
+    one by one took as long as printing them (0.9 s of 50 MB)."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
+    os._exit(code)
