@@ -1,8 +1,9 @@
 """Which objects of an input `validate` judges, before any rule runs: judged
-(a configured target, a scheduling kind, a Pod), skipped (suspicious: a
-configured kind at a version the config does not cover, or no apiVersion/kind:
-a CRD's new version must not switch the gate off unnoticed), or unrelated (a
-ConfigMap, a Deployment, a kind given to `--skip`). An unrelated kind costs a
+(a configured target, a scheduling kind, a Pod, a Job or CronJob, a workload
+with a pod template), skipped (suspicious: a configured kind at a version the
+config does not cover, or no apiVersion/kind: a CRD's new version must not
+switch the gate off unnoticed), or unrelated (a ConfigMap, a Service, a kind
+given to `--skip`). An unrelated kind costs a
 dictionary lookup per object: the answer is kept per (apiVersion, kind).
 
 A JobSet or LeaderWorkerSet that no target covers is unrelated too, with a
@@ -65,7 +66,7 @@ class Classifier:
             return Coverage(UNRELATED, "--skip")
         cfg = self.cfg
         if cfg.target_for(group, version, kind) or kinds.scheduling_kind(group, version, kind) \
-                or kinds.is_pod(group, version, kind):
+                or kinds.is_pod(group, version, kind) or kinds.workload_kind(group, version, kind):
             return Coverage(JUDGED)
         served = [t for t in cfg.targets if t.group == group and t.kind == kind]
         known = next((k for k in (*kinds.SCHEDULING_KINDS, kinds.POD) if k.group == group and k.kind == kind), None)

@@ -16,8 +16,8 @@ UNRELATED = [
     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ml"}, "data": {"a": "b"}},
     {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "ml"},
      "spec": {"ports": [{"port": 80}]}},
-    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "ml"},
-     "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload", "metadata": {"name": "w", "namespace": "ml"},
+     "spec": {"queueName": "q"}},
     {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
 ]
 TRAINJOB = {"apiVersion": "training.example.com/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t", "namespace": "ml"},
@@ -54,6 +54,16 @@ def test_unrelated_kinds_are_counted_apart_and_never_fail_the_skipped_gate(tmp_p
     assert "1 object(s) checked, 0 invalid, 0 skipped (suspicious), 4 unrelated" in err
     code, out, _ = run(capsys, "validate", "-f", path, "-o", "json", *CFG)
     assert sorted(r["status"] for r in json.loads(out)) == ["unrelated"] * 4 + ["valid"]
+
+
+def test_a_deployment_is_judged_by_its_pod_template_not_passed_as_unrelated(tmp_path, capsys):
+    bad = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "ml"},
+           "spec": {"template": {"metadata": {"labels": {"scheduling.k8s.io/pod-group": "Not_A_Name"}},
+                                 "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+    code, out, err = run(capsys, "validate", "-f", write(tmp_path, [bad]), *CFG)
+    assert code == 1, out + err
+    assert "spec.template.metadata.labels[scheduling.k8s.io/pod-group]" in out and "(POD-1)" in out
+    assert "1 object(s) checked, 1 invalid" in err
 
 
 def test_skipped_is_a_configured_kind_at_an_uncovered_version_or_no_kind(tmp_path, capsys):
