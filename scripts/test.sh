@@ -13,6 +13,8 @@ if ! command -v zsh >/dev/null || ! command -v fish >/dev/null; then
   apt-get update -q >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends zsh fish >/dev/null
 fi
+# The SARIF 2.1.0 JSON Schema the unit tests validate `validate -o sarif` against (an npm package's).
+hack/fetch-sarif-schema.sh >/dev/null
 
 # Every tool the end-to-end tests need is built here, never inside a test (each script
 # is cached outside the repo and instant once built; the tests call it again for the path).

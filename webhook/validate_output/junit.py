@@ -4,8 +4,8 @@ suite per file, a test case per judged or skipped object (`TrainJob ml/llama
 with each violation as `file:line:column: field: ...`, <skipped> for an object
 no rule covers, <error> for a file that could not be read. Violations that do
 not fail the run (warned under --fail-on deny) are the case's <system-out>.
-Unrelated objects are not tests. The shape follows the JUnit schema the
-Jenkins xUnit plugin validates against (junit-10.xsd)."""
+Unrelated objects are not tests. The shape is the common JUnit report format
+those servers read (tests/unit/data/junit-report.xsd checks it)."""
 from __future__ import annotations
 
 import re
