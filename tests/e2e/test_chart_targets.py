@@ -42,6 +42,18 @@ def test_the_chart_pluralises_a_kind_exactly_as_the_service_does(cluster, tmp_pa
     assert len(hooks) == 2 and all(h["rules"][0]["resources"] == [expected] for h in hooks)
 
 
+def test_the_audit_may_list_a_target_by_the_resource_it_is_registered_as(cluster, tmp_path):
+    target = {"group": "x.example.com", "kind": "TrainingPolicy", "plural": "trainingpolicies", "groups": GROUPS}
+    proc = _render(cluster, tmp_path, {"targets": [target]}, "--set", "audit.enabled=true")
+    role = next(d for d in yaml.safe_load_all(proc.stdout) if d and d["kind"] == "ClusterRole"
+                and d["metadata"]["name"].endswith("-audit"))
+    assert {"apiGroups": ["x.example.com"], "resources": ["trainingpolicies"], "verbs": ["get", "list", "watch"]} \
+        in role["rules"]
+    unnamed = {k: v for k, v in target.items() if k != "plural"}
+    proc = _render(cluster, tmp_path, {"targets": [unnamed]}, "--set", "audit.enabled=true", check=False)
+    assert proc.returncode != 0 and "give `plural`" in proc.stderr      # never `trainingpolicys`
+
+
 def test_the_chart_registers_what_webhook_configs_prints(cluster, tmp_path):
     config = {"targets": [{"group": "training.example.com", "kind": "TrainJob", "groups": GROUPS},
                           {"group": "policy.example.com", "kind": "TrainingPolicy", "plural": "trainingpolicies",

@@ -157,9 +157,8 @@ matchConditions:
 {{- /* A target's resource: its `plural`, else the lowercase kind + "s" where no pluralisation
      could say otherwise (the rule of webhook/targets.py obvious_plural, docs/configuration.md#plural);
      otherwise the chart refuses to render: a rule naming a resource that does not exist would
-     match nothing, and the cluster would enforce nothing for the kind. */ -}}
-{{- define "ww.targetRules" -}}
-{{- range .targets }}
+     match nothing, and the cluster would enforce nothing for the kind (nor could the audit list it). */ -}}
+{{- define "ww.targetResource" -}}
 {{- $resource := .plural -}}
 {{- if not $resource }}
 {{- $word := regexFind "[A-Z]?[a-z]+$" .kind | lower -}}
@@ -167,10 +166,15 @@ matchConditions:
 {{- range (list "s" "x" "z" "ch" "sh" "y" "o" "f" "fe" "um" "i" "person" "people" "child" "man" "men" "foot" "feet" "tooth" "teeth" "goose" "geese" "mouse" "mice" "louse" "ox" "die" "data" "media" "criteria" "criterion" "phenomena" "phenomenon" "sheep" "deer" "moose" "bison" "salmon" "trout" "swine" "cattle" "offspring" "craft" "ware" "information" "equipment" "feedback" "traffic" "music" "evidence" "knowledge" "research" "advice" "police") }}{{ if hasSuffix . $word }}{{ $doubt = true }}{{ end }}{{ end -}}
 {{- if $doubt }}{{ fail (printf "config.targets: %s.%s: give `plural`: the resource name of kind %s cannot be told from the kind (docs/configuration.md#plural)" .kind .group .kind) }}{{ end -}}
 {{- $resource = printf "%ss" (lower .kind) -}}
-{{- end }}
+{{- end -}}
+{{- $resource -}}
+{{- end -}}
+
+{{- define "ww.targetRules" -}}
+{{- range .targets }}
 - apiGroups: [{{ .group | quote }}]
   apiVersions: {{ default (list "*") .versions | toJson }}
-  resources: [{{ $resource | quote }}]
+  resources: [{{ include "ww.targetResource" . | quote }}]
   operations: {{ $.operations | toJson }}
   scope: "*"
 {{- end }}
