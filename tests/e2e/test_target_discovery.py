@@ -190,3 +190,24 @@ def test_a_kind_not_served_yet_keeps_it_not_ready_until_its_crd_comes(cluster, k
     finally:
         hook.stop()
         kubectl("delete", "crd", "gangclasses.gangs.example.com", "--ignore-not-found")
+
+
+def test_audit_lists_a_target_by_the_resource_discovery_names(cluster, kubectl, tmp_path):
+    """A CRD's plural is whatever its author chose: `tpolicies` for TrainingPolicy is no English
+    plural and no guess finds it. The audit asks discovery, lists it and reports the object."""
+    target = {**POLICY, "group": "audit-plural.example.com"}
+    kubectl.apply(crd(target, "tpolicies"))
+    kubectl("wait", "--for=condition=Established", "crd/tpolicies.audit-plural.example.com", "--timeout=60s")
+    try:
+        kubectl.create(bad(target))                     # no webhook judges this group: stored as it is
+        config = tmp_path / "audit.yaml"
+        config.write_text(yaml.safe_dump({"targets": [target]}))
+        proc = subprocess.run([sys.executable, "-m", "webhook", "audit", "--config", str(config), "--kubeconfig",
+                               cluster.kubeconfig("admin"), "-o", "json"], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1, proc.stderr        # the stored object's DIS-2 violation
+        found = json.loads(proc.stdout)
+        assert [(v["kind"], v["name"]) for v in found["violations"] if v["kind"] == "TrainingPolicy"] == \
+            [("TrainingPolicy", "bad")], found
+        assert not [s for s in found["skipped"] if "TrainingPolicy" in s], found["skipped"]
+    finally:
+        kubectl("delete", "crd", "tpolicies.audit-plural.example.com", "--ignore-not-found")

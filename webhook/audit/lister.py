@@ -7,7 +7,7 @@ or CronJob controls (judged through that owner's template)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from webhook import kinds
 from webhook.config import Config
@@ -25,12 +25,18 @@ class Resource:
     owner: str | None = None       # items a controller of this kind controls are judged through it
 
 
-def resources(cfg: Config) -> list[Resource]:
+def resources(cfg: Config, served_as: Mapping[str, str] | None = None) -> list[Resource]:
+    """What to list. `served_as`: a target's resource as the cluster's discovery names it
+    (Kind.group -> resource); a target it lacks is listed by its `plural`, else kube's guess."""
+    served_as = served_as or {}
     out = [Resource(k.group, k.kind, k.plural, k.versions) for k in kinds.SCHEDULING_KINDS]
     out += [Resource(k.group, k.kind, k.plural, k.versions, optional=True,
                      owner=kinds.OWNED_BY[k].kind if k in kinds.OWNED_BY else None) for k in kinds.POD_TEMPLATES]
     listed = {(r.group, r.plural) for r in out}
-    out += [Resource(t.group, t.kind, t.resource, t.versions) for t in cfg.targets if (t.group, t.resource) not in listed]
+    for t in cfg.targets:
+        plural = served_as.get(t.key) or t.resource
+        if (t.group, plural) not in listed:
+            out.append(Resource(t.group, t.kind, plural, t.versions))
     return out
 
 

@@ -67,7 +67,7 @@ def _versions(t: Target, served: Served) -> list[str]:
     return list(t.versions) or [v for (g, v) in served if g == t.group and v]
 
 
-def _served_as(t: Target, served: Served) -> tuple[str | None, str]:
+def served_as(t: Target, served: Served) -> tuple[str | None, str]:
     """(the resource serving t's kind, else None and why)."""
     found = {served[(t.group, v)][t.kind] for v in _versions(t, served)
              if served.get((t.group, v)) and t.kind in served[(t.group, v)]}
@@ -92,7 +92,7 @@ def resolve(targets: Iterable[Target], served: Served, strict: bool = True) -> d
     problems: list[str] = []
     rest: list[Target] = []
     for t in targets:
-        resource, why = _served_as(t, served)
+        resource, why = served_as(t, served)
         if resource is None and not strict and not any(g == t.group for g, _ in served):
             rest.append(t)
         elif resource is None:
