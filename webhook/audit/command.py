@@ -16,7 +16,7 @@ EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
 
 def run(args, cfg) -> int:
-    from webhook.cluster import credentials, failure
+    from webhook.cluster import credentials, discovery, failure
     from webhook.cluster.cache import ClusterCache
     api = None
     try:
@@ -28,7 +28,7 @@ def run(args, cfg) -> int:
         lister = lister_mod.Lister(api, page_size=args.page_size)
         view = ClusterCache(api, timeout=cfg.server.lookupTimeoutSeconds)   # GET on demand, no watch started
 
-        served_as = _served_as(api, cfg)
+        served_as = discovery.served_resources(api, cfg.targets)
 
         def every_object():
             for res in lister_mod.resources(cfg, served_as):
@@ -47,16 +47,6 @@ def run(args, cfg) -> int:
     _print(outcome, written, args.output)
     worst = outcome.worst()
     return EXIT_VIOLATION if fails(worst, args.fail_on) else EXIT_OK
-
-
-def _served_as(api, cfg) -> dict[str, str]:
-    """Each target's resource as the cluster's discovery names it (an irregular plural is
-    found, not guessed); a target it does not serve is left out (the lister says so)."""
-    from webhook.cluster import discovery
-    if not cfg.targets:
-        return {}
-    served = discovery.from_cluster(api, [t.group for t in cfg.targets])
-    return {t.key: resource for t in cfg.targets if (resource := discovery.served_as(t, served)[0])}
 
 
 def _print(outcome, written: list[str], output: str) -> None:

@@ -83,6 +83,20 @@ def served_as(t: Target, served: Served) -> tuple[str | None, str]:
     return None, f"not served: {t.group}/{{{','.join(live)}}} serves no kind {t.kind}"
 
 
+def served_resources(api, targets: Iterable[Target]) -> dict[str, str]:
+    """Kind.group -> the resource the cluster serves for each target's kind (an irregular
+    plural found, not guessed), for reading (audit, explain); a target it does not serve, or
+    all of them when discovery cannot be read, is left out: its reader says so."""
+    targets = list(targets)
+    if not targets:
+        return {}
+    try:
+        served = from_cluster(api, [t.group for t in targets])
+    except Exception:       # unreachable, refused: the reads that follow say it, in their own words
+        return {}
+    return {t.key: resource for t in targets if (resource := served_as(t, served)[0])}
+
+
 def resolve(targets: Iterable[Target], served: Served, strict: bool = True) -> dict[str, str]:
     """Kind.group -> resource for every target, from what is served; an explicit `plural`
     must agree with it. `strict` (a cluster): every target must be served. Not strict (CRD

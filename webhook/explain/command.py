@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
     label = args.group_label or cfg.groupLabel
-    from webhook.cluster import credentials
+    from webhook.cluster import credentials, discovery
     api = None
     try:
         found = credentials.find("auto", args.kubeconfig, args.context)
@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         namespace = args.namespace or found.namespace or "default"
         api = credentials.client(found)
-        objects, problems = reader.read(api, which[0], which[1], namespace, reader.target_kinds(cfg))
+        targets = reader.target_kinds(cfg, discovery.served_resources(api, cfg.targets))
+        objects, problems = reader.read(api, which[0], which[1], namespace, targets)
         result = tree.build(objects, which[0], which[1], namespace, group_label=label)
     except (credentials.CredentialsError, reader.ClusterError) as exc:
         print(f"error: {exc}", file=sys.stderr)

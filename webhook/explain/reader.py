@@ -48,9 +48,12 @@ EVENT = Kind("Event", "", ("v1",), "events")
 BUILTIN = {"Job": JOB, "Workload": WORKLOAD, "PodGroup": PODGROUP, "CompositePodGroup": COMPOSITE}
 
 
-def target_kinds(cfg) -> list[Kind]:
-    """The configured targets (and profiles) as kinds explain can read."""
-    return [Kind(t.kind, t.group, tuple(t.versions) or ("v1",), t.resource) for t in getattr(cfg, "targets", ())]
+def target_kinds(cfg, served_as: dict[str, str] | None = None) -> list[Kind]:
+    """The configured targets (and profiles) as kinds explain can read; `served_as`: their
+    resources as the cluster's discovery names them (Kind.group -> resource)."""
+    served_as = served_as or {}
+    return [Kind(t.kind, t.group, tuple(t.versions) or ("v1",), served_as.get(t.key) or t.resource)
+            for t in getattr(cfg, "targets", ())]
 
 
 def _path(kind: Kind, version: str, namespace: str | None, name: str | None = None) -> str:
