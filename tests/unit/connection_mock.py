@@ -12,7 +12,7 @@ import httptools
 from prometheus_client import REGISTRY
 
 from webhook import config as config_mod
-from webhook.cluster.view import DisabledView, NeedsNetwork
+from webhook.cluster.view import DisabledView
 from webhook.server.app import State, create_app
 from webhook.server.budget import BodyBudget
 from webhook.server.connection import Connection
@@ -125,11 +125,11 @@ class Serving:
     """What webhook/server/worker.py's Serving gives a connection."""
 
     def __init__(self, max_body: int = 65536, budget: int | None = None, idle: float = 30.0,
-                 body_timeout: float = 10.0):
+                 body_timeout: float = 10.0, view=None):
         cfg = config_mod.load(None)
         cfg = dataclasses.replace(cfg, server=dataclasses.replace(cfg.server, maxBodyBytes=max_body))
         self.loop = MockLoop()
-        self.admission = create_app(State(cfg, DisabledView()))
+        self.admission = create_app(State(cfg, view or DisabledView()))
         self.idle, self.body_timeout, self.port, self.pool = idle, body_timeout, 8443, None
         self.budget = BodyBudget(budget if budget is not None else 4 * max_body)
         self.open: set = set()
@@ -146,19 +146,40 @@ class Serving:
         return conn, transport
 
 
-def lookup_first(serving: Serving) -> None:
-    """The loop's first judgment needs the API server (NeedsNetwork: what a PodGroup not
-    yet in the watch cache does; tests/server/test_unreachable_cluster.py shows the real
-    one), so it is judged again in the pool: `serving.loop.pool.pop().run()`."""
-    admission = serving.admission
-    real, waits = admission.answer, []
+def refusing_cache(*podgroups: dict):
+    """The server's real view (webhook/cluster/cache.py ClusterCache), its PodGroup
+    store holding `podgroups` as if listed, its API server a loopback port where
+    nothing listens: a lookup that must ask it (a missing PodGroup, a Workload, a
+    namespace's labels) is declared blocking, and fails at once when it may ask."""
+    import socket
 
-    def answer(route, raw, content_type):
-        if not waits:
-            waits.append(1)
-            raise NeedsNetwork("a PodGroup not in the cache")
-        return real(route, raw, content_type)
-    admission.answer = answer
+    from kubernetes import client
+
+    from webhook.cluster import projection
+    from webhook.cluster.cache import ClusterCache
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    configuration = client.Configuration(host=f"https://127.0.0.1:{port}")
+    configuration.retries = 0
+    cache = ClusterCache(client.ApiClient(configuration), timeout=1.0)
+    project = projection.FOR_PLURAL["podgroups"]
+    listed = {f"{pg['metadata']['namespace']}/{pg['metadata']['name']}": projection.pack(project(pg))
+              for pg in podgroups}
+    cache.informers["podgroups"].restore("v1beta1", "1", listed)
+    return cache
+
+
+def waiting_review(uid: str) -> bytes:
+    """A review whose judgment must wait for the API server behind `lookup_first`'s
+    view: a PodGroup made from a Workload's template (PG-2 reads the Workload by GET)."""
+    return review_body(uid, podgroup(workloadRef={"workloadName": "wl", "templateName": "t"}))
+
+
+def lookup_first(serving: Serving) -> None:
+    """The view becomes `refusing_cache()`: a `waiting_review` is judged in the pool
+    (`serving.loop.pool.pop().run()`), a plain `review_body` at once."""
+    serving.admission.state.view = refusing_cache()
 
 
 def connected(**kw) -> tuple[Connection, MockTransport]:

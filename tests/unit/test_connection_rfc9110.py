@@ -3,7 +3,7 @@ driven through a mock transport: one case per rule, named after its section."""
 import email.utils
 
 from tests.unit.connection_mock import (answers, chunked, connected, get, lookup_first, only_answer, post, refused,
-                                        review_body)
+                                        review_body, waiting_review)
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
@@ -64,7 +64,7 @@ def test_rfc9110_10_1_1_100_continue_comes_before_the_body_is_sent():
 def test_rfc9110_10_1_1_a_pipelined_expectation_gets_its_100_after_the_previous_answer():
     conn, t = connected()
     head, body = _expecting("second")
-    conn.data_received(post(review_body("first")) + head)      # one read: a request, then the head of the next
+    conn.data_received(post(waiting_review("first")) + head)      # one read: a request, then the head of the next
     assert answers(t.buffer)[0].status == 200
     assert t.buffer.endswith(CONTINUE) and t.buffer.index(CONTINUE) > t.buffer.index(b'"first"')
     t.take()
@@ -76,7 +76,7 @@ def test_rfc9110_10_1_1_no_100_before_the_answer_to_an_earlier_request_judged_in
     conn, t = connected()
     lookup_first(conn.serving)
     head, body = _expecting("second")
-    conn.data_received(post(review_body("first")) + head)
+    conn.data_received(post(waiting_review("first")) + head)
     assert t.buffer == b""                           # neither the first answer nor a 100 yet
     conn.loop.pool.pop().run()
     data = t.take()

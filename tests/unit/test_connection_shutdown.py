@@ -1,7 +1,7 @@
 """A stopping worker's connections (Connection.shutdown, RFC 9112 §9.6): a
 request already on its way is answered with `Connection: close`; a connection
 is closed without an answer only once it has been idle for the grace period."""
-from tests.unit.connection_mock import Serving, answers, get, lookup_first, post, review_body
+from tests.unit.connection_mock import Serving, answers, get, lookup_first, post, review_body, waiting_review
 from webhook.server.connection import SHUTDOWN_IDLE_GRACE
 
 
@@ -65,7 +65,7 @@ def test_an_answer_still_in_the_lookup_pool_at_the_stop_is_sent_with_connection_
     serving = Serving()
     lookup_first(serving)
     conn, t = serving.connect()
-    conn.data_received(post(review_body("looked up")))
+    conn.data_received(post(waiting_review("looked up")))
     conn.shutdown()
     serving.loop.advance(SHUTDOWN_IDLE_GRACE * 3)
     assert t.buffer == b"" and not t.closed

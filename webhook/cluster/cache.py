@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from webhook import kinds
 from webhook.cluster import projection
-from webhook.cluster.view import ClusterUnavailable, network_call
+from webhook.cluster.view import ClusterUnavailable, blocking, current_judgment
 
 log = logging.getLogger("workload_webhook.cluster")
 
@@ -248,7 +248,9 @@ class ClusterCache:
     """The server's ClusterView: answers PodGroups from the watch cache and
     Workloads with a GET; a miss falls back to a direct GET bounded by `timeout`,
     and ClusterUnavailable is raised (never blocks longer) when the API server
-    does not answer."""
+    does not answer. Every method that asks the API server is declared
+    `@blocking` (webhook/cluster/view.py): the event loop's judgments never
+    wait for it (tests/unit/test_judgment_dispatch.py checks none is missed)."""
 
     authoritative = True
     disabled = False
@@ -278,19 +280,18 @@ class ClusterCache:
         return {name: inf.store.synced for name, inf in self.informers.items()}
 
     def _lookup(self, kind: kinds.Kind, namespace: str, name: str) -> dict | None:
-        from webhook.metrics import LOOKUPS
         inf = self.informers.get(kind.plural)
         if inf is not None:
             hit = inf.store.get(namespace, name)
             if hit is not None:
-                LOOKUPS.labels(kind.plural, "cache").inc()
+                _answered(kind.plural, "cache")
                 return hit
         try:
             found = self._get(kind, namespace, name)
         except ClusterUnavailable:
-            LOOKUPS.labels(kind.plural, "unavailable").inc()
+            _answered(kind.plural, "unavailable")
             raise
-        LOOKUPS.labels(kind.plural, "api" if found is not None else "missing").inc()
+        _answered(kind.plural, "api" if found is not None else "missing")
         return found
 
     def _served_version(self, kind: kinds.Kind) -> tuple[str, ...]:
@@ -298,9 +299,9 @@ class ClusterCache:
         found = next((inf.version for inf in self.informers.values() if inf.version), None)
         return (found,) if found in kind.versions else kind.versions
 
+    @blocking
     def _get(self, kind: kinds.Kind, namespace: str, name: str) -> dict | None:
         from kubernetes.client.rest import ApiException
-        network_call()
         started = time.monotonic()
         for version in self._served_version(kind):
             left = self.timeout - (time.monotonic() - started)
@@ -323,34 +324,49 @@ class ClusterCache:
     def namespace_labels(self, name: str) -> dict | None:
         """A namespace's labels (enforcement by namespace), read with a bounded GET
         and kept for NAMESPACE_TTL seconds: labels change rarely, admission is hot."""
-        from kubernetes import client
-        from kubernetes.client.rest import ApiException
         now = time.monotonic()
         hit = self._namespaces.get(name)
         if hit is not None and now - hit[0] < NAMESPACE_TTL:
             return hit[1]
-        network_call()
-        try:
-            ns = client.CoreV1Api(self.api.api_client).read_namespace(name, _request_timeout=self.timeout)
-            labels = dict(ns.metadata.labels or {})
-        except ApiException as exc:
-            if exc.status != 404:
-                self._namespaces[name] = (now - NAMESPACE_TTL + 5, None)   # a failure is not retried for 5 s
-                raise ClusterUnavailable(f"API server answered {exc.status} {exc.reason}") from None
-            labels = None
-        except Exception as exc:
-            self._namespaces[name] = (now - NAMESPACE_TTL + 5, None)
-            raise ClusterUnavailable(f"namespace {name!r} not read ({type(exc).__name__})") from None
+        labels = self._read_namespace(name, now)
         if len(self._namespaces) > 10_000:
             self._namespaces.clear()
         self._namespaces[name] = (now, labels)
         return labels
+
+    @blocking
+    def _read_namespace(self, name: str, now: float) -> dict | None:
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+        try:
+            ns = client.CoreV1Api(self.api.api_client).read_namespace(name, _request_timeout=self.timeout)
+            return dict(ns.metadata.labels or {})
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            self._namespaces[name] = (now - NAMESPACE_TTL + 5, None)   # a failure is not retried for 5 s
+            raise ClusterUnavailable(f"API server answered {exc.status} {exc.reason}") from None
+        except Exception as exc:
+            self._namespaces[name] = (now - NAMESPACE_TTL + 5, None)
+            raise ClusterUnavailable(f"namespace {name!r} not read ({type(exc).__name__})") from None
 
     def podgroup(self, namespace: str, name: str) -> dict | None:
         return self._lookup(kinds.PODGROUP, namespace, name)
 
     def workload(self, namespace: str, name: str) -> dict | None:
         return self._lookup(kinds.WORKLOAD, namespace, name)
+
+
+def _answered(resource: str, source: str) -> None:
+    """A lookup's answer (cache | api | missing | unavailable): counted with the answer
+    of the judgment under way (webhook/server/admit.py), so a judgment run again
+    after NeedsNetwork counts it once; outside a judgment (the audit) at once."""
+    judgment = current_judgment()
+    if judgment is not None:
+        judgment.lookups.append((resource, source))
+    else:
+        from webhook.metrics import LOOKUPS
+        LOOKUPS.labels(resource, source).inc()
 
 
 def api_client(mode: str, kubeconfig: str | None):

@@ -2,8 +2,9 @@
 only; the server plugs in a watch cache, the CLI a static set of objects."""
 from __future__ import annotations
 
+import functools
 import threading
-from typing import Iterable, Protocol
+from typing import Callable, Iterable, Protocol
 
 from webhook import kinds
 
@@ -13,23 +14,51 @@ class ClusterUnavailable(Exception):
 
 
 class NeedsNetwork(Exception):
-    """A lookup would have to ask the API server, in a thread that must not
-    wait for it (the server's event loop: webhook/server/worker.py). The
-    caller judges the request again in a thread that may."""
+    """A call declared `blocking` was made in a judgment that may not wait for
+    the API server (the first attempt of webhook/server/admit.py, in the event
+    loop). Raised before the call asks anything: the judgment is run again
+    where it may wait."""
 
 
-_thread = threading.local()
+class Judgment:
+    """One judgment in this thread (webhook/server/admit.py opens one around
+    each): whether its `blocking` calls may wait for the API server, and the
+    lookups answered so far, counted once with its answer."""
+
+    __slots__ = ("may_wait", "lookups", "_outer")
+
+    def __init__(self, may_wait: bool):
+        self.may_wait = may_wait
+        self.lookups: list[tuple[str, str]] = []     # (resource, source), source: cache | api | missing | unavailable
+
+    def __enter__(self) -> "Judgment":
+        self._outer = getattr(_local, "judgment", None)
+        _local.judgment = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _local.judgment = self._outer
 
 
-def forbid_network_in_this_thread() -> None:
-    """From now on, a view's network call in this thread raises NeedsNetwork."""
-    _thread.no_network = True
+_local = threading.local()
 
 
-def network_call() -> None:
-    """Called by a view right before it asks the API server."""
-    if getattr(_thread, "no_network", False):
-        raise NeedsNetwork()
+def current_judgment() -> Judgment | None:
+    return getattr(_local, "judgment", None)
+
+
+def blocking(method: Callable) -> Callable:
+    """Declares a view method that may wait for the API server. In a judgment
+    that may not wait it raises NeedsNetwork instead of running: the
+    declaration is the guard, so no method body has to remember a check."""
+    @functools.wraps(method)
+    def guarded(*args, **kwargs):
+        judgment = getattr(_local, "judgment", None)
+        if judgment is not None and not judgment.may_wait:
+            raise NeedsNetwork(method.__qualname__)
+        return method(*args, **kwargs)
+    guarded.blocking = True
+    return guarded
 
 
 class ClusterView(Protocol):

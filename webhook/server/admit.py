@@ -4,17 +4,24 @@ sends every Pod through here, and Flask's request context was 15 % of a
 worker's time in the profile (docs/architecture.md, "Design notes"). Health,
 readiness and metrics stay Flask routes (`fallback`, a WSGI app). Every
 outcome is one response built here: 200 with the AdmissionReview, or 400/413
-with a one-line reason."""
+with a one-line reason.
+
+Where a review is judged is decided here, once. `answer` runs in the event
+loop and judges at once in a Judgment that may not wait (webhook/cluster/view.py):
+a view call declared `blocking` raises NeedsNetwork there before it asks the
+API server, and the review comes back as `Later`, which the connection runs in
+the worker's lookup pool; it judges again there only while the client still
+waits. Metrics, lookups included, are counted once, with the answer given.
+"""
 from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
-
+from typing import Any, Callable, NamedTuple
 
 from webhook import engine, kinds, metrics
 from webhook.admission import review
-from webhook.cluster.view import NeedsNetwork
+from webhook.cluster.view import Judgment, NeedsNetwork
 from webhook.server import body as request_body
 from webhook.server.logs import bounded, request_fields
 
@@ -22,6 +29,30 @@ log = logging.getLogger("workload_webhook.server")
 
 ROUTES = {"/validate": ("validate", engine.validate), "/mutate": ("mutate", engine.mutate)}
 Route = tuple[str, Callable[..., Any]]
+
+
+class Answer(NamedTuple):
+    status: int
+    body: bytes
+    close: bool          # the connection closes after it
+
+
+class Later:
+    """A review whose judgment must wait for the API server: `run` it in the
+    worker's lookup pool. It judges only while `still_wanted()`: a client that
+    has gone costs no judgment (None then)."""
+
+    __slots__ = ("admission", "route", "parsed", "started")
+
+    def __init__(self, admission: "Admission", route: Route, parsed: review.Review, started: float):
+        self.admission, self.route, self.parsed, self.started = admission, route, parsed, started
+
+    def run(self, still_wanted: Callable[[], bool]) -> Answer | None:
+        if not still_wanted():
+            log.debug("not judged: the client has gone", extra={"uid": bounded(self.parsed.uid),
+                                                               "endpoint": self.route[0]})
+            return None
+        return self.admission._judged(self.route, self.parsed, self.started, may_wait=True)
 
 
 class Admission:
@@ -42,12 +73,11 @@ class Admission:
         """Metric labels only for kinds this service judges: hostile kinds must not grow the series."""
         return req.kind if req.kind in self.known else "other"
 
-    def answer(self, route: Route, raw: bytes | Exception, content_type: str | None) -> tuple[int, bytes, bool]:
-        """(status, body, close the connection). `raw` is the body, or the
-        request_body error that stopped reading it. Raises NeedsNetwork in a
-        thread that must not wait for the API server: nothing is recorded then,
-        the caller answers again from a thread that may."""
-        endpoint, judge = route
+    def answer(self, route: Route, raw: bytes | Exception, content_type: str | None) -> Answer | Later:
+        """The answer, judged at once without waiting for the API server; or Later,
+        when the judgment must wait for it. `raw` is the body, or the request_body
+        error that stopped reading it."""
+        endpoint = route[0]
         started = time.perf_counter()
         limit = self.limit
         try:
@@ -57,29 +87,39 @@ class Admission:
         except request_body.TooLarge:
             metrics.REJECTED_INPUT.labels("too_large").inc()
             log.warning("refused: body over %d bytes", limit, extra={"endpoint": endpoint, "status": 413})
-            return 413, _error(f"request body is larger than {limit} bytes (server.maxBodyBytes)"), True
+            return Answer(413, _error(f"request body is larger than {limit} bytes (server.maxBodyBytes)"), True)
         except request_body.Unreadable as exc:
             metrics.REJECTED_INPUT.labels("unreadable").inc()
             log.info("refused: %s", exc.reason, extra={"endpoint": endpoint, "status": 400})
-            return 400, _error(exc.reason), True
+            return Answer(400, _error(exc.reason), True)
         except review.BadReview as exc:
             metrics.REJECTED_INPUT.labels("malformed").inc()
             log.info("refused: %s", exc.reason, extra={"endpoint": endpoint, "status": exc.status})
-            return exc.status, _error(exc.reason), False
+            return Answer(exc.status, _error(exc.reason), False)
+        judged = self._judged(route, parsed, started, may_wait=False)
+        return judged if judged is not None else Later(self, route, parsed, started)
+
+    def _judged(self, route: Route, parsed: review.Review, started: float, may_wait: bool) -> Answer | None:
+        """The answer, every metric and log line of it; None (nothing recorded) when a
+        judgment that may not wait needs the API server."""
+        endpoint, judge = route
         req = parsed.request
-        try:
-            verdict = judge(req, self.state.config, self.state.view)
-            answer = review.respond(parsed.uid, verdict, parsed)
-            outcome = "allowed" if verdict.allowed else "denied"
-            if verdict.allowed and verdict.patch:
-                outcome = "patched"
-        except NeedsNetwork:
-            raise
-        except Exception:
-            log.exception("engine failed", extra={"uid": bounded(parsed.uid), "endpoint": endpoint,
-                                                  "kind": bounded(req.kind)})
-            metrics.ERRORS.labels(endpoint).inc()
-            answer, outcome, verdict = review.internal_error(parsed.uid), "error", None
+        with Judgment(may_wait) as judgment:
+            try:
+                verdict = judge(req, self.state.config, self.state.view)
+                answer = review.respond(parsed.uid, verdict, parsed)
+                outcome = "allowed" if verdict.allowed else "denied"
+                if verdict.allowed and verdict.patch:
+                    outcome = "patched"
+            except NeedsNetwork:
+                return None
+            except Exception:
+                log.exception("engine failed", extra={"uid": bounded(parsed.uid), "endpoint": endpoint,
+                                                      "kind": bounded(req.kind)})
+                metrics.ERRORS.labels(endpoint).inc()
+                answer, outcome, verdict = review.internal_error(parsed.uid), "error", None
+        for resource, source in judgment.lookups:
+            metrics.LOOKUPS.labels(resource, source).inc()
         if verdict is not None and (verdict.warned or verdict.audits):
             _record_enforced(verdict, req, parsed, endpoint)
         elapsed = time.perf_counter() - started
@@ -89,7 +129,7 @@ class Admission:
         level = logging.DEBUG if outcome in ("allowed", "patched") else logging.INFO
         if log.isEnabledFor(level):
             log.log(level, "%s %s", endpoint, outcome, extra=request_fields(parsed, endpoint, outcome, elapsed, verdict))
-        return 200, review.encode(answer), False
+        return Answer(200, review.encode(answer), False)
 
 
 def _record_enforced(verdict, req: engine.Request, parsed, endpoint: str) -> None:

@@ -19,9 +19,10 @@ after a request that ends the connection (RFC 9112 §9.6). Every refusal is
 counted by reason (workload_webhook_http_refused_total).
 
 Admission requests are judged in the event loop (a Pod join reads the watch
-cache and never waits); a judgment that would ask the API server raises
-NeedsNetwork before it does and is judged again in the worker's pool, so one
-slow lookup never holds the other connections. Every answer is one write.
+cache and never waits); one that must wait for the API server comes back from
+admit.py as `Later`, run in the worker's lookup pool (it judges only while
+this connection is open), so one slow lookup never holds the other
+connections. Every answer is one write.
 When the worker stops, the last answer says `Connection: close`, and a
 connection idle between requests closes once idle for SHUTDOWN_IDLE_GRACE: a
 request already on its way is answered, not dropped.
@@ -35,8 +36,8 @@ from concurrent.futures import Executor
 from typing import Protocol
 
 from webhook import metrics
-from webhook.cluster.view import NeedsNetwork
 from webhook.server import response, wsgi_call
+from webhook.server.admit import Later
 from webhook.server.budget import BodyBudget
 from webhook.server.deadlines import Deadlines
 from webhook.server.reader import Reader
@@ -184,28 +185,35 @@ class Connection(asyncio.Protocol):
             self._wsgi(req)
             return
         try:
-            status, payload, close = admission.answer(route, req.content, req.content_type)
-        except NeedsNetwork:
-            req.phase, self.answering = Phase.ANSWERING, req
-            future = self.loop.run_in_executor(self.serving.pool, admission.answer, route, req.content,
-                                               req.content_type)
-            future.add_done_callback(lambda f: self._answered(req, f))
-            return
+            answer = admission.answer(route, req.content, req.content_type)
         except Exception:
             log.exception("admission failed")
-            status, payload, close = 500, response.error(INTERNAL_ERROR), True
-        self._send(req, status, [response.JSON], payload, close)
+            self._send(req, 500, [response.JSON], response.error(INTERNAL_ERROR), True)
+            return
+        if isinstance(answer, Later):
+            req.phase, self.answering = Phase.ANSWERING, req
+            future = self.loop.run_in_executor(self.serving.pool, answer.run, self.still_open)
+            future.add_done_callback(lambda f: self._answered(req, f))
+            return
+        self._send(req, answer.status, [response.JSON], answer.body, answer.close)
+
+    def still_open(self) -> bool:
+        """Read by a judgment in the lookup pool before it starts (admit.Later.run)."""
+        return not self.closed
 
     def _answered(self, req: Request, future: asyncio.Future) -> None:
         self.answering = None
         if self.closed:
             return
         try:
-            status, payload, close = future.result()
+            answer = future.result()
         except Exception:
             log.exception("admission failed")
-            status, payload, close = 500, response.error(INTERNAL_ERROR), True
-        self._send(req, status, [response.JSON], payload, close)
+            answer = None
+        if answer is None:
+            self._send(req, 500, [response.JSON], response.error(INTERNAL_ERROR), True)
+        else:
+            self._send(req, answer.status, [response.JSON], answer.body, answer.close)
         self._next()
 
     def _wsgi(self, req: Request) -> None:

@@ -46,7 +46,6 @@ from dataclasses import dataclass
 import uvloop
 from gunicorn.workers.base import Worker
 
-from webhook.cluster import view
 from webhook.server.budget import BodyBudget
 from webhook.server.connection import Connection
 
@@ -88,7 +87,6 @@ class BoundedWorker(Worker):
         loop = uvloop.new_event_loop()
         asyncio.set_event_loop(loop)
         loop.set_exception_handler(_connection_errors_quietly)
-        view.forbid_network_in_this_thread()      # the loop never waits for the API server
         serving = Serving(self, loop)
         try:
             loop.run_until_complete(serving.run())
