@@ -10,7 +10,7 @@ from typing import Sequence
 
 import yaml
 
-from webhook import completion, engine, explain, validate_command
+from webhook import completion, engine, explain, server_settings, validate_command
 from webhook.certs_command import ip_address
 from webhook.cluster.view import StaticView
 from webhook.command_input import (EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, exit_now, label as _label, load as _load,
@@ -257,29 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sv = sub.add_parser("serve", help="run the admission webhook (gunicorn, TLS)")
     sv.add_argument("--config", metavar="FILE", help="configuration file (env WW_CONFIG)")
-    sv.add_argument("--cert-dir", dest="cert_dir", metavar="DIR",
-                    help="tls.crt/tls.key (generated with a development CA when absent); default certs")
-    sv.add_argument("--port", type=int, help="default 8443")
-    sv.add_argument("--bind-address", dest="bind_address", help="default 127.0.0.1")
-    sv.add_argument("--workers", type=int, help="gunicorn worker processes; default 2")
-    sv.add_argument("--max-body-bytes", dest="max_body_bytes", type=int, help="default 7340032 (7 MiB)")
-    sv.add_argument("--handshake-timeout", dest="handshake_timeout", type=float,
-                    help="seconds a client may take for the TLS handshake; default 5")
-    sv.add_argument("--idle-timeout", dest="idle_timeout", type=float,
-                    help="seconds a connection may wait for, and send, a request head; default 30")
-    sv.add_argument("--max-connections", dest="max_connections", type=int,
-                    help="open connections per worker; default 1000")
-    sv.add_argument("--body-budget-bytes", dest="body_budget_bytes", type=int,
-                    help="request body bytes a worker holds at once, over all its connections; default 16777216 (16 MiB)")
-    sv.add_argument("--body-timeout", dest="body_timeout", type=float,
-                    help="seconds a request body may take from its start to its last byte; default 10")
-    sv.add_argument("--lookup-timeout", dest="lookup_timeout", type=float,
-                    help="seconds a PodGroup/Workload lookup may take; default 2")
-    sv.add_argument("--log-level", dest="log_level", choices=("debug", "info", "warning", "error"))
-    sv.add_argument("--log-format", dest="log_format", choices=("json", "text"))
-    sv.add_argument("--cluster", choices=("auto", "kubeconfig", "in-cluster", "disabled"),
-                    help="where the cluster view comes from; default auto: as kubectl (--kubeconfig, $KUBECONFIG, "
-                         "~/.kube/config, then in-cluster), else none")
+    server_settings.add_flags(sv)       # one flag per server setting (webhook/server_settings.py)
     sv.add_argument("--kubeconfig", metavar="FILE",
                     help="kubeconfig for --cluster kubeconfig/auto (default: $KUBECONFIG, else ~/.kube/config)")
     sv.add_argument("--register", metavar="FILE",

@@ -11,6 +11,7 @@ import yaml
 from webhook import formats, profiles
 from webhook.field import FieldError, Path, invalid
 from webhook.schemas import structural_errors
+from webhook.server_settings import ServerSettings
 from webhook.enforcement import Enforcement, parse as parse_enforcement
 from webhook.targets import Target, parse_target
 
@@ -33,30 +34,6 @@ class ConfigError(Exception):
         self.source = source
         self.problems = problems
         super().__init__(f"{source}: invalid configuration:\n" + "\n".join(f"  {p}" for p in problems))
-
-
-@dataclass(frozen=True)
-class ServerSettings:
-    port: int = 8443
-    # /metrics on a port of its own, served by the master (webhook/server/metrics_listener.py);
-    # 0: on the admission port, as the development server has it.
-    metricsPort: int = 0
-    metricsTLS: bool = True                 # the metrics port speaks TLS with the serving certificate, else plain HTTP
-    bindAddress: str = "127.0.0.1"
-    certDir: str = "certs"
-    workers: int = 2
-    # Two objects at kube-apiserver's 3 MiB request limit plus the AdmissionReview envelope.
-    maxBodyBytes: int = 7 * 1024 * 1024
-    handshakeTimeoutSeconds: float = 5.0
-    idleTimeoutSeconds: float = 30.0        # waiting for (and reading) a request head, keep-alive included
-    maxConnections: int = 1000              # open connections per worker
-    gracefulTimeoutSeconds: int = 20        # in-flight requests may finish after SIGTERM
-    bodyBudgetBytes: int = 16 * 1024 * 1024  # request body bytes a worker holds at once (webhook/server/budget.py)
-    bodyTimeoutSeconds: float = 10.0        # a request body from its start to its last byte
-    lookupTimeoutSeconds: float = 2.0
-    logLevel: str = "info"
-    logFormat: str = "json"
-    cluster: str = "auto"
 
 
 @dataclass(frozen=True)

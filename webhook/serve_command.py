@@ -8,39 +8,20 @@ import os
 import sys
 
 from webhook import config as config_mod
+from webhook import server_settings as server_settings_mod
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
-ENV_PREFIX = "WW_"
-# flag name -> (ServerSettings field, type); each also reads WW_<FIELD> from the environment.
-SERVER_FLAGS = {
-    "port": ("port", int), "metrics_port": ("metricsPort", int), "bind_address": ("bindAddress", str), "cert_dir": ("certDir", str),
-    "workers": ("workers", int), "max_body_bytes": ("maxBodyBytes", int),
-    "lookup_timeout": ("lookupTimeoutSeconds", float), "log_level": ("logLevel", str),
-    "log_format": ("logFormat", str), "cluster": ("cluster", str),
-    "handshake_timeout": ("handshakeTimeoutSeconds", float), "idle_timeout": ("idleTimeoutSeconds", float),
-    "max_connections": ("maxConnections", int), "body_budget_bytes": ("bodyBudgetBytes", int),
-    "body_timeout": ("bodyTimeoutSeconds", float),
-}
-
-
 def server_settings(cfg: config_mod.Config, args: argparse.Namespace, environ=None) -> config_mod.ServerSettings:
-    """Flags over environment variables over the config file over defaults."""
+    """Flags over environment variables over the config file over defaults: the one
+    ServerSettings the master and the workers are handed."""
     import dataclasses
     environ = os.environ if environ is None else environ
-    values = {}
-    for flag, (name, kind) in SERVER_FLAGS.items():
-        raw = getattr(args, flag, None)
-        env_name = ENV_PREFIX + flag.upper()
-        if raw is None and environ.get(env_name):
-            raw = environ[env_name]
-            try:
-                raw = kind(raw)
-            except ValueError:
-                raise config_mod.ConfigError(env_name, [f"{env_name}: not a valid {kind.__name__}: {raw!r}"]) from None
-        if raw is not None:
-            values[name] = raw
+    try:
+        values = server_settings_mod.given(args, environ)
+    except server_settings_mod.BadValue as exc:
+        raise config_mod.ConfigError(exc.where, [str(exc)]) from None
     merged = dataclasses.replace(cfg.server, **values)
     problems = config_mod.server_problems(merged)
     if problems:
@@ -49,13 +30,13 @@ def server_settings(cfg: config_mod.Config, args: argparse.Namespace, environ=No
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import tempfile
     try:
-        cfg = config_mod.load(args.config or os.environ.get(ENV_PREFIX + "CONFIG"))
+        cfg = config_mod.load(args.config or os.environ.get(server_settings_mod.ENV_PREFIX + "CONFIG"))
         settings = server_settings(cfg, args)
     except config_mod.ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
+    _metrics_directory()
     # args.kubeconfig alone: $KUBECONFIG (a list, as kubectl reads it) is read by webhook.cluster.credentials
     cfg = _with_cluster_gates(cfg, settings, args.kubeconfig)
     if cfg is None:
@@ -64,13 +45,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     serving = provision(cfg, settings, args.kubeconfig)
     if serving is None:
         return EXIT_USAGE
-    # Metrics of all workers add up through files in this directory (prometheus multiprocess mode);
-    # files of an earlier run (a restarted container keeps its emptyDir) would add up too.
-    metrics_dir = os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="workload-webhook-metrics-"))
-    os.makedirs(metrics_dir, exist_ok=True)
-    for stale in os.listdir(metrics_dir):
-        if stale.endswith(".db"):
-            os.unlink(os.path.join(metrics_dir, stale))
     registrar = None
     if getattr(args, "register", None):
         registrar = _registrar(args, settings, cfg.targets)
@@ -78,10 +52,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     from webhook.server.gunicorn_app import Launch, WebhookServer
     import dataclasses
-    cfg = dataclasses.replace(cfg, server=settings)
+    cfg = dataclasses.replace(cfg, server=settings)       # what the master and every worker read
     WebhookServer(Launch(cfg, serving, kubeconfig=args.kubeconfig,
                          registrar=registrar)).run()
     return EXIT_OK
+
+
+def _metrics_directory() -> None:
+    """Metrics of all workers add up through files in this directory (prometheus
+    multiprocess mode, chosen when prometheus_client is imported: hence before anything
+    serve runs that counts, the cluster's gates first); files of an earlier run (a restarted container keeps its
+    emptyDir) would add up too."""
+    import tempfile
+    directory = os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR",
+                                      tempfile.mkdtemp(prefix="workload-webhook-metrics-"))
+    os.makedirs(directory, exist_ok=True)
+    for stale in os.listdir(directory):
+        if stale.endswith(".db"):
+            os.unlink(os.path.join(directory, stale))
 
 
 def _registrar(args, settings, targets=()):

@@ -1,13 +1,13 @@
 """The watch cache's event handling, fed with events exactly as the official
 `kubernetes` client's Watch yields them: the API server's JSON lines passed
 through the client's own `Watch.unmarshal_event`."""
-import argparse
 import json
 
 import pytest
 from kubernetes import watch
 
 from webhook import config, serve_command
+from webhook.cli import build_parser
 from webhook.cluster.cache import RELIST, Store
 
 
@@ -78,15 +78,13 @@ def test_unknown_or_broken_events_ask_for_a_relist():
 
 
 # --- server settings: flags over environment over the config file
-def ns(**kw):
-    base = {k: None for k in serve_command.SERVER_FLAGS}
-    base.update(kw)
-    return argparse.Namespace(**base)
+def ns(*flags):
+    return build_parser().parse_args(["serve", *flags])
 
 
 def test_server_settings_precedence():
     cfg = config.from_dict({"server": {"port": 9000, "workers": 3, "logFormat": "text"}})
-    s = serve_command.server_settings(cfg, ns(port=9443), environ={"WW_PORT": "9100", "WW_WORKERS": "5"})
+    s = serve_command.server_settings(cfg, ns("--port", "9443"), environ={"WW_PORT": "9100", "WW_WORKERS": "5"})
     assert (s.port, s.workers, s.logFormat, s.maxBodyBytes) == (9443, 5, "text", 7 * 1024 * 1024)
 
 

@@ -168,11 +168,10 @@ def test_the_tls_layer_reads_ahead_only_a_little_for_a_connection_that_does_not_
 # --- the settings ------------------------------------------------------------------------
 
 def test_a_budget_smaller_than_the_largest_body_is_refused_in_the_file_flags_and_environment():
-    import argparse
-
     import pytest
 
     from webhook import config as config_mod
+    from webhook.cli import build_parser
     from webhook.serve_command import server_settings
     with pytest.raises(config_mod.ConfigError) as in_file:
         config_mod.from_dict({"server": {"maxBodyBytes": 2048, "bodyBudgetBytes": 1024}})
@@ -180,8 +179,9 @@ def test_a_budget_smaller_than_the_largest_body_is_refused_in_the_file_flags_and
                for p in in_file.value.problems)
     cfg = config_mod.load(None)
     with pytest.raises(config_mod.ConfigError):
-        server_settings(cfg, argparse.Namespace(body_budget_bytes=4096), environ={})
+        server_settings(cfg, build_parser().parse_args(["serve", "--body-budget-bytes", "4096"]), environ={})
     with pytest.raises(config_mod.ConfigError):
-        server_settings(cfg, argparse.Namespace(), environ={"WW_BODY_BUDGET_BYTES": "4096"})
-    settings = server_settings(cfg, argparse.Namespace(body_timeout=2.5), environ={"WW_BODY_BUDGET_BYTES": "8388608"})
+        server_settings(cfg, build_parser().parse_args(["serve"]), environ={"WW_BODY_BUDGET_BYTES": "4096"})
+    settings = server_settings(cfg, build_parser().parse_args(["serve", "--body-timeout", "2.5"]),
+                               environ={"WW_BODY_BUDGET_BYTES": "8388608"})
     assert (settings.bodyBudgetBytes, settings.bodyTimeoutSeconds) == (8388608, 2.5)

@@ -1,16 +1,22 @@
-"""gunicorn, configured in code: TLS only (1.2+, forward-secret AEAD ciphers),
-the event-loop worker (webhook.server.worker) with HTTP keep-alive,
-certificates reloaded from disk by each worker without a restart, Prometheus
-multiprocess bookkeeping."""
+"""gunicorn, configured in code: the master (gunicorn's arbiter, with the
+master's own loops) and the event-loop worker (webhook.server.worker), which
+reads the Launch, server settings included, from the application it is forked
+with: gunicorn's options are only those gunicorn itself reads (the bind, the
+number of workers, the timeouts its arbiter enforces, logging). TLS only
+(1.2+, forward-secret AEAD ciphers), certificates reloaded from disk by each
+worker without a restart, Prometheus multiprocess bookkeeping."""
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
 
 from webhook.certificates.serving import Serving
 from webhook.config import Config
+
 
 def _metrics_listener(host: str, s, serving: Serving):
     from webhook import metrics
@@ -41,33 +47,25 @@ class WebhookServer(BaseApplication):
     def __init__(self, launch: Launch):
         self.launch = launch
         self.metrics = None           # the master's listener on server.metricsPort
+        self.snapshot = None          # the master's LIST, until the first workers are forked
         super().__init__()
 
     def load_config(self) -> None:
-        from webhook.server import worker
         s = self.launch.config.server
-        worker.LIMITS = worker.Limits(handshake=s.handshakeTimeoutSeconds, idle=s.idleTimeoutSeconds,
-                                      body_timeout=s.bodyTimeoutSeconds, body_budget=s.bodyBudgetBytes)
         host = f"[{s.bindAddress}]" if ":" in s.bindAddress else s.bindAddress
         options = {
             "bind": [f"{host}:{s.port}"],
             "workers": s.workers,
             "worker_class": "webhook.server.worker.BoundedWorker",
-            "worker_connections": s.maxConnections,
-            "keepalive": max(1, int(s.idleTimeoutSeconds)),
-            "timeout": 30,
-            "graceful_timeout": s.gracefulTimeoutSeconds,
-            # The worker wraps each connection itself (certificates reloaded from disk);
-            # these make gunicorn treat the server as https.
+            "timeout": 30,                              # a worker silent this long is killed and replaced
+            "graceful_timeout": s.gracefulTimeoutSeconds,   # then the arbiter kills a stopping worker
+            # gunicorn checks the files exist before it binds, and logs https://; the worker reads
+            # the same paths from the Launch and reloads them (webhook/certificates/files.py).
             "certfile": self.launch.serving.paths.cert,
             "keyfile": self.launch.serving.paths.key,
             "child_exit": _child_exit,
-            "accesslog": None,
-            "errorlog": "-",
             "loglevel": s.logLevel,
             "proc_name": "workload-webhook",
-            "limit_request_line": 8190,
-            "limit_request_fields": 100,
         }
         if s.metricsPort and self.metrics is None:     # bound before any fork: a taken port fails the start
             self.metrics = _metrics_listener(host, s, self.launch.serving)
@@ -86,28 +84,20 @@ class WebhookServer(BaseApplication):
     def _when_ready(self, server) -> None:
         """In the master, before the first workers fork: one LIST of PodGroups they all
         start from (webhook/cluster/snapshot.py), then the master's own loops."""
-        import threading
         from webhook.server import logs
         s = self.launch.config.server
         logs.setup(s.logLevel, s.logFormat)
         if self.metrics is not None:
             self.metrics.start()      # answers from start-up, before the LIST below and the workers
-        self.snapshot = None
         if s.cluster != "disabled":
             from webhook.cluster.snapshot import listed_once
             self.snapshot = listed_once(s.cluster, self.launch.kubeconfig)
-            if self.snapshot is not None:
-                threading.Thread(target=self._drop_snapshot, args=(server,), name="snapshot", daemon=True).start()
         if self.launch.serving.sync is not None or self.launch.registrar is not None:
             self._start_master_loops()
 
-    def _drop_snapshot(self, server) -> None:
-        """Workers forked later (a restart) list by themselves: the master keeps nothing."""
-        import time
-        deadline = time.monotonic() + 120
-        while len(server.WORKERS) < server.num_workers and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(1.0)               # the last fork has returned in the master
+    def workers_forked(self) -> None:
+        """In the master, once the first workers are forked: they hold the snapshot now,
+        and workers forked later (a restart) list by themselves: the master keeps nothing."""
         self.snapshot = None
 
     def _start_master_loops(self) -> None:
@@ -121,6 +111,14 @@ class WebhookServer(BaseApplication):
             threading.Thread(target=self.launch.registrar.run, args=(threading.Event(),), name="registration",
                              daemon=True).start()
 
+    def run(self) -> None:
+        try:
+            _Master(self).run()
+        except RuntimeError as exc:     # as gunicorn's BaseApplication.run: one line, exit 1
+            print(f"\nError: {exc}\n", file=sys.stderr)
+            sys.stderr.flush()
+            sys.exit(1)
+
     def load(self):
         """Runs in each worker after the fork: threads (watch caches) start here."""
         from webhook.cluster.cache import connect
@@ -132,7 +130,7 @@ class WebhookServer(BaseApplication):
         try:
             from webhook.cluster.snapshot import restore
             view = connect(s.cluster, self.launch.kubeconfig, s.lookupTimeoutSeconds,
-                           restore(getattr(self, "snapshot", None))) or DisabledView()
+                           restore(self.snapshot)) or DisabledView()
         except ClusterUnavailable:
             raise SystemExit(2)
         self.snapshot = None          # this worker's inherited copy of the master's LIST: freed
@@ -141,3 +139,11 @@ class WebhookServer(BaseApplication):
         unready = getattr(self.launch.registrar, "unready_reason", None) or (lambda: None)
         return create_app(State(self.launch.config, view, certs_loaded=serving.loaded, sync_stalled=serving.stalled,
                                 unregistrable=unready))
+
+
+class _Master(Arbiter):
+    """gunicorn's arbiter, telling the application once it has forked the workers it lacked."""
+
+    def spawn_workers(self) -> None:
+        super().spawn_workers()         # a forked worker never returns from it
+        self.app.workers_forked()

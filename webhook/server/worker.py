@@ -41,11 +41,11 @@ import signal
 import ssl
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import uvloop
 from gunicorn.workers.base import Worker
 
+from webhook import metrics
 from webhook.server.budget import BodyBudget
 from webhook.server.connection import Connection
 
@@ -62,26 +62,20 @@ TLS_CLOSE_WAIT = 3.0
 CONNECTION_ERRORS = (OSError, ssl.SSLError, asyncio.TimeoutError, ValueError)
 
 
-@dataclass
-class Limits:
-    handshake: float = 5.0
-    idle: float = 30.0
-    body_timeout: float = 10.0
-    body_budget: int = 16 * 1024 * 1024
-
-
-# Set by the master before it forks the workers (gunicorn_app.WebhookServer).
-LIMITS = Limits()
-
-
 class BoundedWorker(Worker):
     """A gunicorn worker serving the admission app (webhook.server.admit) over
     TLS with certificates reloaded from disk, on an event loop."""
 
     def init_process(self) -> None:
         from webhook.certificates import files
-        self.tls = files.ReloadingContext(self.cfg.certfile, self.cfg.keyfile)
+        launch = self.app.launch                     # webhook.server.gunicorn_app.Launch, as the master had it
+        self.settings = launch.config.server
+        self.tls = files.ReloadingContext(launch.serving.paths.cert, launch.serving.paths.key)
         super().init_process()
+
+    def load_wsgi(self) -> None:
+        """gunicorn's hook for loading the app: here the Admission (webhook.server.admit)."""
+        self.admission = self.app.load()
 
     def run(self) -> None:
         loop = uvloop.new_event_loop()
@@ -109,10 +103,11 @@ class Serving:
 
     def __init__(self, worker: BoundedWorker, loop: asyncio.AbstractEventLoop):
         self.worker, self.loop = worker, loop
-        self.admission = worker.wsgi                 # webhook.server.admit.Admission
-        self.idle = LIMITS.idle
-        self.body_timeout = LIMITS.body_timeout
-        self.budget = BodyBudget(LIMITS.body_budget)
+        settings = self.settings = worker.settings
+        self.admission = worker.admission
+        self.idle = settings.idleTimeoutSeconds
+        self.body_timeout = settings.bodyTimeoutSeconds
+        self.budget = BodyBudget(settings.bodyBudgetBytes)
         self.port = worker.sockets[0].getsockname()[1]
         self.pool = ThreadPoolExecutor(max_workers=LOOKUP_THREADS, thread_name_prefix="lookup")
         self.connections: set[Connection] = set()
@@ -121,10 +116,9 @@ class Serving:
         self.accepting = False
         self.stopping = False
         self.graceful = True
-        self.max_connections = worker.cfg.worker_connections
-        self.per_wakeup = 1 if worker.cfg.workers > 1 else 32   # share the listen queue with the other workers
+        self.max_connections = settings.maxConnections
+        self.per_wakeup = 1 if settings.workers > 1 else 32   # share the listen queue with the other workers
         self._wake = asyncio.Event()
-        from webhook import metrics         # after PROMETHEUS_MULTIPROC_DIR is set (serve_command)
         for reason in metrics.HTTP_REFUSAL_REASONS:     # every series is there from start-up, at zero
             metrics.HTTP_REFUSED.labels(reason)
 
@@ -166,7 +160,7 @@ class Serving:
             sock.close()
         for conn in list(self.connections):
             conn.shutdown()
-        deadline = self.loop.time() + (self.worker.cfg.graceful_timeout if self.graceful else 0)
+        deadline = self.loop.time() + (self.settings.gracefulTimeoutSeconds if self.graceful else 0)
         while (self.connections or self.handshaking) and self.loop.time() < deadline:
             self.worker.notify()
             await asyncio.sleep(0.1)
@@ -238,10 +232,9 @@ class Serving:
         return True
 
     async def _handshake(self, client) -> None:
-        from webhook import metrics
         try:
             await self.loop.connect_accepted_socket(lambda: Connection(self), client, ssl=self.worker.tls.get(),
-                                                    ssl_handshake_timeout=LIMITS.handshake,
+                                                    ssl_handshake_timeout=self.settings.handshakeTimeoutSeconds,
                                                     ssl_shutdown_timeout=TLS_CLOSE_WAIT)
         except CONNECTION_ERRORS as exc:   # stalled past the timeout, reset, not TLS at all
             metrics.CONNECTIONS_DROPPED.labels("handshake").inc()

@@ -60,7 +60,18 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- fail "server.bodyBudgetBytes must be at least server.maxBodyBytes: a body claims up to maxBodyBytes of it" -}}
 {{- end -}}
 {{- $c := deepCopy .Values.config -}}
-{{- $_ := set $c "server" (dict "port" (int .Values.server.port) "metricsPort" (int .Values.server.metricsPort) "metricsTLS" .Values.server.metricsTLS "bindAddress" "0.0.0.0" "certDir" "/var/run/workload-webhook/certs" "workers" (int .Values.server.workers) "maxBodyBytes" (int .Values.server.maxBodyBytes) "lookupTimeoutSeconds" .Values.server.lookupTimeoutSeconds "logLevel" .Values.server.logLevel "logFormat" .Values.server.logFormat "cluster" "auto" "handshakeTimeoutSeconds" .Values.server.handshakeTimeoutSeconds "idleTimeoutSeconds" .Values.server.idleTimeoutSeconds "maxConnections" (int .Values.server.maxConnections) "gracefulTimeoutSeconds" (int .Values.server.gracefulTimeoutSeconds) "bodyBudgetBytes" (int64 .Values.server.bodyBudgetBytes) "bodyTimeoutSeconds" .Values.server.bodyTimeoutSeconds) -}}
+{{- /* server: every key of .Values.server as it is (values.schema.json's server section is written
+     from the settings' fields, webhook/server_settings.py: a new setting needs no edit here), whole
+     numbers as integers (YAML numbers reach templates as floats), and what the chart decides. */ -}}
+{{- $server := dict -}}
+{{- range $key, $value := .Values.server -}}
+{{- if and (kindIs "float64" $value) (eq $value (float64 (int64 $value))) -}}
+{{- $_ := set $server $key (int64 $value) -}}
+{{- else -}}
+{{- $_ := set $server $key $value -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $c "server" (merge (dict "bindAddress" "0.0.0.0" "certDir" "/var/run/workload-webhook/certs" "cluster" "auto") $server) -}}
 {{- if eq .Values.certificates.mode "self" -}}
 {{- $s := .Values.certificates.self -}}
 {{- $_ := set $c "certificates" (dict "mode" "secret" "secret" (printf "%s/%s" .Release.Namespace (include "ww.tlsSecret" .)) "webhookConfiguration" (include "ww.fullname" .) "caConfigMap" (printf "%s-ca" (include "ww.fullname" .)) "dnsNames" (include "ww.dnsNames" . | fromYamlArray) "caValiditySeconds" (int $s.caValiditySeconds) "leafValiditySeconds" (int $s.leafValiditySeconds) "graceSeconds" (int $s.graceSeconds) "checkIntervalSeconds" (int $s.checkIntervalSeconds)) -}}
