@@ -19,7 +19,7 @@ from flask import Flask, Response, request  # noqa: E402
 
 from webhook import config  # noqa: E402
 from webhook.certificates import files as certs  # noqa: E402
-from webhook.certificates.serving import Serving  # noqa: E402
+from webhook.certificates.serving import ServingCertificates  # noqa: E402
 from webhook.server.gunicorn_app import Launch, WebhookServer  # noqa: E402
 
 
@@ -45,8 +45,8 @@ class FlaskOnly:
     """What the worker serves (webhook.server.admit.Admission's shape), with every
     request, admission POSTs included, going to the Flask app."""
 
-    def __init__(self, app: Flask, limit: int):
-        self.fallback, self.limit = app, limit
+    def __init__(self, app: Flask):
+        self.fallback = app
 
     @staticmethod
     def route(method: bytes, path: str):
@@ -55,7 +55,7 @@ class FlaskOnly:
 
 class ThinServer(WebhookServer):
     def load(self):
-        return FlaskOnly(thin_app(), self.launch.config.server.maxBodyBytes)
+        return FlaskOnly(thin_app())
 
 
 def main() -> None:
@@ -68,7 +68,7 @@ def main() -> None:
     cfg = config.Config()
     cfg = dataclasses.replace(cfg, server=dataclasses.replace(cfg.server, port=args.port, workers=args.workers,
                                                               certDir=args.cert_dir, cluster="disabled"))
-    ThinServer(Launch(cfg, Serving(paths))).run()
+    ThinServer(Launch(cfg, ServingCertificates(paths))).run()
 
 
 if __name__ == "__main__":

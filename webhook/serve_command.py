@@ -42,8 +42,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if cfg is None:
         return EXIT_USAGE
     from webhook.certificates.serving import provision
-    serving = provision(cfg, settings, args.kubeconfig)
-    if serving is None:
+    certificates = provision(cfg, settings, args.kubeconfig)
+    if certificates is None:
         return EXIT_USAGE
     registrar = None
     if getattr(args, "register", None):
@@ -53,7 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from webhook.server.gunicorn_app import Launch, WebhookServer
     import dataclasses
     cfg = dataclasses.replace(cfg, server=settings)       # what the master and every worker read
-    WebhookServer(Launch(cfg, serving, kubeconfig=args.kubeconfig,
+    WebhookServer(Launch(cfg, certificates, kubeconfig=args.kubeconfig,
                          registrar=registrar)).run()
     return EXIT_OK
 

@@ -194,7 +194,8 @@ def test_ADM_6_declared_body_over_the_limit_is_read_then_answered_413(server):
             b"Content-Length: %d\r\n\r\n" % size)
     status, body = _raw_request(server, head, [b" " * size])
     assert status == 413 and "server.maxBodyBytes" in json.loads(body)["error"]
-    assert "body over 1048576 bytes" in server.log()
+    assert '"refused: request body is larger than 1048576 bytes (server.maxBodyBytes)","status":413,' \
+           '"reason":"body_too_large"' in server.log()
 
 
 def test_ADM_6_body_that_stops_short_is_a_400(server):

@@ -1,7 +1,7 @@
 """A Connection (webhook/server/connection.py) driven without a socket, as
 uvicorn tests its protocols: bytes fed to `data_received`, answers read from
 a mock transport, time moved by hand. The app behind it is the real one
-(webhook.server.app.create_app with the default config), the answers are
+(webhook.server.app.build_admission with the default config), the answers are
 parsed by httptools' own response parser."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 
 from webhook import config as config_mod
 from webhook.cluster.view import DisabledView
-from webhook.server.app import State, create_app
+from webhook.server.app import State, build_admission
 from webhook.server.budget import BodyBudget
 from webhook.server.connection import Connection
 from tests.server.harness import admission_request
@@ -121,16 +121,17 @@ class MockLoop:
         self.now = end
 
 
-class Serving:
-    """What webhook/server/worker.py's Serving gives a connection."""
+class Shared:
+    """What webhook/server/worker.py's EventLoopServer shares with a connection
+    (webhook/server/connection.py Shared)."""
 
     def __init__(self, max_body: int = 65536, budget: int | None = None, idle: float = 30.0,
                  body_timeout: float = 10.0, view=None):
         cfg = config_mod.load(None)
         cfg = dataclasses.replace(cfg, server=dataclasses.replace(cfg.server, maxBodyBytes=max_body))
         self.loop = MockLoop()
-        self.admission = create_app(State(cfg, view or DisabledView()))
-        self.idle, self.body_timeout, self.port, self.pool = idle, body_timeout, 8443, None
+        self.admission = build_admission(State(cfg, view or DisabledView()))
+        self.max_body, self.idle, self.body_timeout, self.port, self.pool = max_body, idle, body_timeout, 8443, None
         self.budget = BodyBudget(budget if budget is not None else 4 * max_body)
         self.open: set = set()
 
@@ -176,14 +177,14 @@ def waiting_review(uid: str) -> bytes:
     return review_body(uid, podgroup(workloadRef={"workloadName": "wl", "templateName": "t"}))
 
 
-def lookup_first(serving: Serving) -> None:
+def lookup_first(shared: Shared) -> None:
     """The view becomes `refusing_cache()`: a `waiting_review` is judged in the pool
-    (`serving.loop.pool.pop().run()`), a plain `review_body` at once."""
-    serving.admission.state.view = refusing_cache()
+    (`shared.loop.pool.pop().run()`), a plain `review_body` at once."""
+    shared.admission.state.view = refusing_cache()
 
 
 def connected(**kw) -> tuple[Connection, MockTransport]:
-    return Serving(**kw).connect()
+    return Shared(**kw).connect()
 
 
 # --- requests and answers ---------------------------------------------------------

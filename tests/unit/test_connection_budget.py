@@ -1,6 +1,6 @@
 """The worker's budget of buffered body bytes (webhook/server/budget.py) and
 the deadlines of a body, on connections driven through a mock transport."""
-from tests.unit.connection_mock import Serving, answers, chunked, post, refused, review_body
+from tests.unit.connection_mock import Shared, answers, chunked, post, refused, review_body
 from webhook.server.budget import BodyBudget
 from webhook.server.connection import READ_AHEAD
 
@@ -67,92 +67,92 @@ def test_a_waiter_that_leaves_is_forgotten():
 # --- on connections ----------------------------------------------------------------------
 
 def test_past_the_budget_a_connection_stops_reading_until_bytes_are_given_back():
-    serving = Serving(max_body=LIMIT, budget=2 * LIMIT)
-    (a, ta), (b, tb), (c, tc) = serving.connect(), serving.connect(), serving.connect()
+    shared = Shared(max_body=LIMIT, budget=2 * LIMIT)
+    (a, ta), (b, tb), (c, tc) = shared.connect(), shared.connect(), shared.connect()
     body = review_body("a").ljust(LIMIT)
     a.data_received(_head(LIMIT) + body[:1000])
     b.data_received(_head(LIMIT) + body[:1000])
-    assert serving.budget.held == 2 * LIMIT and ta.reading and tb.reading
+    assert shared.budget.held == 2 * LIMIT and ta.reading and tb.reading
     c.data_received(_head(LIMIT))
     assert not tc.reading and tc.buffer == b""       # back-pressure: no error, no answer, no reading
     a.data_received(body[1000:])
     assert answers(ta.buffer)[0].status == 200
-    assert tc.reading and serving.budget.held == 2 * LIMIT       # a's bytes went to c
+    assert tc.reading and shared.budget.held == 2 * LIMIT       # a's bytes went to c
     c.data_received(review_body("c").ljust(LIMIT))
     assert answers(tc.buffer)[0].json()["response"]["uid"] == "c"
 
 
 def test_a_small_admission_call_is_not_held_behind_large_bodies_that_wait():
-    serving = Serving(max_body=LIMIT, budget=2 * LIMIT + 8192)
-    hostile = [serving.connect() for _ in range(4)]
+    shared = Shared(max_body=LIMIT, budget=2 * LIMIT + 8192)
+    hostile = [shared.connect() for _ in range(4)]
     for conn, _ in hostile:
         conn.data_received(_head(LIMIT) + b" " * 100)           # large bodies, trickled
     assert [t.reading for _, t in hostile] == [True, True, False, False]
-    call, t = serving.connect()
+    call, t = shared.connect()
     call.data_received(post(review_body("pod")))
     assert answers(t.buffer)[0].json()["response"]["uid"] == "pod"
 
 
 def test_a_connection_waiting_for_the_budget_longer_than_the_idle_timeout_gets_a_503():
-    serving = Serving(max_body=LIMIT, budget=LIMIT, idle=30.0, body_timeout=60.0)
-    (a, _), (b, tb) = serving.connect(), serving.connect()
+    shared = Shared(max_body=LIMIT, budget=LIMIT, idle=30.0, body_timeout=60.0)
+    (a, _), (b, tb) = shared.connect(), shared.connect()
     a.data_received(_head(LIMIT) + b" ")
     before = refused("busy")
     b.data_received(_head(LIMIT))
     for _ in range(31):
-        serving.loop.advance(1.0)
+        shared.loop.advance(1.0)
         a.data_received(b" ")                        # a keeps trickling, within its deadlines
     answer = answers(tb.buffer)[0]
     assert answer.status == 503 and "server.bodyBudgetBytes" in answer.json()["error"] and tb.closed
-    assert refused("busy") == before + 1 and serving.budget.waiting == 0
+    assert refused("busy") == before + 1 and shared.budget.waiting == 0
 
 
 def test_the_body_timeout_counts_from_the_grant_not_from_the_wait():
-    serving = Serving(max_body=LIMIT, budget=LIMIT, idle=30.0, body_timeout=10.0)
-    (a, ta), (b, tb) = serving.connect(), serving.connect()
+    shared = Shared(max_body=LIMIT, budget=LIMIT, idle=30.0, body_timeout=10.0)
+    (a, ta), (b, tb) = shared.connect(), shared.connect()
     a.data_received(_head(LIMIT) + b" ")
     b.data_received(_head(LIMIT))
-    serving.loop.advance(10.5)                       # a's body is late: 408, and b is granted now
+    shared.loop.advance(10.5)                       # a's body is late: 408, and b is granted now
     assert answers(ta.buffer)[0].status == 408 and tb.reading
     b.data_received(b" " * 100)
-    serving.loop.advance(9.0)
+    shared.loop.advance(9.0)
     assert tb.buffer == b""                          # 9 s since its grant, 19.5 s since its head
-    serving.loop.advance(1.5)
+    shared.loop.advance(1.5)
     assert answers(tb.buffer)[0].status == 408
 
 
 def test_a_chunked_body_claims_the_limit_and_gives_back_what_it_did_not_use():
-    serving = Serving(max_body=LIMIT, budget=4 * LIMIT)
-    conn, t = serving.connect()
+    shared = Shared(max_body=LIMIT, budget=4 * LIMIT)
+    conn, t = shared.connect()
     conn.data_received(b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                        b"Transfer-Encoding: chunked\r\n\r\n")
-    assert serving.budget.held == LIMIT
+    assert shared.budget.held == LIMIT
     conn.data_received(chunked(review_body("small")))
-    assert answers(t.buffer)[0].status == 200 and serving.budget.held == 0
+    assert answers(t.buffer)[0].status == 200 and shared.budget.held == 0
 
 
 def test_a_body_over_the_limit_holds_no_budget_while_it_is_drained():
-    serving = Serving(max_body=LIMIT)
-    conn, t = serving.connect()
+    shared = Shared(max_body=LIMIT)
+    conn, t = shared.connect()
     conn.data_received(_head(3 * LIMIT) + b" " * LIMIT)
-    assert serving.budget.held == 0
+    assert shared.budget.held == 0
     conn.data_received(b" " * 2 * LIMIT)
     assert answers(t.buffer)[0].status == 413
 
 
 def test_a_closed_connection_gives_back_what_it_held_and_leaves_the_queue():
-    serving = Serving(max_body=LIMIT, budget=LIMIT)
-    (a, _), (b, _) = serving.connect(), serving.connect()
+    shared = Shared(max_body=LIMIT, budget=LIMIT)
+    (a, _), (b, _) = shared.connect(), shared.connect()
     a.data_received(_head(LIMIT) + b" ")
     b.data_received(_head(LIMIT))
     b.connection_lost(None)
     a.connection_lost(None)
-    assert serving.budget.held == 0 and serving.budget.waiting == 0
+    assert shared.budget.held == 0 and shared.budget.waiting == 0
 
 
 def test_100_continue_waits_for_the_budget():
-    serving = Serving(max_body=LIMIT, budget=LIMIT)
-    (a, _), (b, tb) = serving.connect(), serving.connect()
+    shared = Shared(max_body=LIMIT, budget=LIMIT)
+    (a, _), (b, tb) = shared.connect(), shared.connect()
     a.data_received(post(review_body("a")).replace(b"Content-Length: ", b"X-A: 1\r\nContent-Length: ")[:-10])
     b.data_received(_head(LIMIT, extra=b"Expect: 100-continue\r\n"))
     assert tb.buffer == b""
@@ -161,7 +161,7 @@ def test_100_continue_waits_for_the_budget():
 
 
 def test_the_tls_layer_reads_ahead_only_a_little_for_a_connection_that_does_not_read():
-    _, t = Serving().connect()
+    _, t = Shared().connect()
     assert t.read_limit == READ_AHEAD
 
 

@@ -74,7 +74,7 @@ def test_rfc9110_10_1_1_a_pipelined_expectation_gets_its_100_after_the_previous_
 
 def test_rfc9110_10_1_1_no_100_before_the_answer_to_an_earlier_request_judged_in_the_pool():
     conn, t = connected()
-    lookup_first(conn.serving)
+    lookup_first(conn.shared)
     head, body = _expecting("second")
     conn.data_received(post(waiting_review("first")) + head)
     assert t.buffer == b""                           # neither the first answer nor a 100 yet

@@ -13,13 +13,13 @@ import pytest
 from prometheus_client import REGISTRY
 
 from tests.server.harness import admission_request
-from tests.unit.connection_mock import Serving, post, refusing_cache, waiting_review
+from tests.unit.connection_mock import Shared, post, refusing_cache, waiting_review
 from tests.unit.helpers import pod, podgroup
 from webhook import config
 from webhook.cluster import cache as cache_module
 from webhook.cluster.view import ClusterUnavailable, Judgment, NeedsNetwork
 from webhook.server.admit import Answer, Later
-from webhook.server.app import State, create_app
+from webhook.server.app import State, build_admission
 
 
 def _methods_asking_the_api_server(cls) -> dict[str, list[str]]:
@@ -80,7 +80,7 @@ def test_a_review_judged_later_answers_and_counts_as_the_same_review_judged_at_o
     group = podgroup("pg", resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t1"}])
     cfg = config.from_dict({"enforcement": {"namespaces": [{"selector": {"matchLabels": {"team": "a"}},
                                                               "action": "warn"}]}})
-    admission = create_app(State(cfg, refusing_cache(group)))
+    admission = build_admission(State(cfg, refusing_cache(group)))
     member = pod({"scheduling.k8s.io/pod-group": "pg"},
                  resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t2"}])
     body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
@@ -111,22 +111,22 @@ def test_a_review_judged_later_answers_and_counts_as_the_same_review_judged_at_o
 
 
 def test_a_judgment_whose_client_has_gone_is_not_started():
-    serving = Serving(view=refusing_cache())
-    conn, transport = serving.connect()
+    shared = Shared(view=refusing_cache())
+    conn, transport = shared.connect()
     conn.data_received(post(waiting_review("gone")))
-    assert len(serving.loop.pool) == 1 and transport.buffer == b""
+    assert len(shared.loop.pool) == 1 and transport.buffer == b""
     conn.connection_lost(None)
     before = _counts()
-    serving.loop.pool.pop().run()
+    shared.loop.pool.pop().run()
     assert _counts() == before                 # not judged: no request, no Workload lookup counted
     assert transport.buffer == b""
 
 
 def test_a_judgment_whose_client_waits_is_answered_from_the_pool():
-    serving = Serving(view=refusing_cache())
-    conn, transport = serving.connect()
+    shared = Shared(view=refusing_cache())
+    conn, transport = shared.connect()
     conn.data_received(post(waiting_review("waits")))
-    serving.loop.pool.pop().run()
+    shared.loop.pool.pop().run()
     answer = json.loads(transport.buffer.split(b"\r\n\r\n", 1)[1])["response"]
     assert answer["uid"] == "waits" and answer["allowed"] is True
     assert any("not checked against Workload 'wl'" in w for w in answer["warnings"]), answer

@@ -14,7 +14,7 @@ import yaml
 
 from webhook import config, serve_command, server_settings
 from webhook.certificates import files
-from webhook.certificates.serving import Serving
+from webhook.certificates.serving import ServingCertificates
 from webhook.cli import build_parser
 from webhook.server.gunicorn_app import Launch, WebhookServer
 
@@ -135,7 +135,7 @@ def test_gunicorn_is_given_only_options_it_reads(tmp_path):
     worker's own (it reads the settings); gunicorn's copies of them would be read by nothing."""
     settings = dataclasses.replace(config.ServerSettings(), cluster="disabled", idleTimeoutSeconds=77,
                                    maxConnections=333, workers=3, gracefulTimeoutSeconds=9)
-    launch = Launch(config.Config(server=settings), Serving(files.Paths.in_dir(str(tmp_path))))
+    launch = Launch(config.Config(server=settings), ServingCertificates(files.Paths.in_dir(str(tmp_path))))
     cfg = WebhookServer(launch).cfg
     defaults = {name: setting.default for name, setting in cfg.settings.items()}
     for unread in ("keepalive", "limit_request_line", "limit_request_fields", "worker_connections"):
@@ -149,7 +149,7 @@ def test_the_master_lets_go_of_its_list_once_the_workers_it_lacked_are_forked(tm
     already, so nothing forks here."""
     from webhook.server.gunicorn_app import _Master
     settings = dataclasses.replace(config.ServerSettings(), cluster="disabled", workers=2)
-    app = WebhookServer(Launch(config.Config(server=settings), Serving(files.Paths.in_dir(str(tmp_path)))))
+    app = WebhookServer(Launch(config.Config(server=settings), ServingCertificates(files.Paths.in_dir(str(tmp_path)))))
     master = _Master(app)
     master.num_workers = 2
     master.WORKERS = {1: object(), 2: object()}

@@ -16,7 +16,7 @@ from webhook.certificates.secret import CertSync, Policy, stalled
 
 
 @dataclass
-class Serving:
+class ServingCertificates:
     paths: files.Paths
     sync: CertSync | None = None          # mode secret: the renewal loop to run in the master
     check_interval: float = 30.0
@@ -42,7 +42,7 @@ def _secret_sync(cfg, cert_dir: str, cluster_mode: str, kubeconfig: str | None) 
     return CertSync(api, namespace, name, c.webhookConfiguration, cert_dir, policy, ca_configmap=c.caConfigMap)
 
 
-def provision(cfg, settings, kubeconfig: str | None, first_sync_seconds: float = 60) -> Serving | None:
+def provision(cfg, settings, kubeconfig: str | None, first_sync_seconds: float = 60) -> ServingCertificates | None:
     """The certificates to serve with; None (and a message) when there are none."""
     if cfg.certificates.mode != "secret":
         paths, generated = files.ensure(settings.certDir)
@@ -50,7 +50,7 @@ def provision(cfg, settings, kubeconfig: str | None, first_sync_seconds: float =
             print(f"generated development certificates in {settings.certDir}; CA: {paths.ca_cert}", file=sys.stderr)
         else:
             print(f"serving with {paths.cert}", file=sys.stderr)
-        return Serving(paths)
+        return ServingCertificates(paths)
     deadline = time.monotonic() + first_sync_seconds
     while True:
         try:
@@ -63,4 +63,4 @@ def provision(cfg, settings, kubeconfig: str | None, first_sync_seconds: float =
                 return None
             time.sleep(2)
     print(f"serving certificates from Secret {cfg.certificates.secret} (renewed automatically)", file=sys.stderr)
-    return Serving(sync.paths, sync, cfg.certificates.checkIntervalSeconds)
+    return ServingCertificates(sync.paths, sync, cfg.certificates.checkIntervalSeconds)

@@ -3,8 +3,8 @@ connection (webhook/server/connection.py) without WSGI or Flask: a Pod burst
 sends every Pod through here, and Flask's request context was 15 % of a
 worker's time in the profile (docs/architecture.md, "Design notes"). Health,
 readiness and metrics stay Flask routes (`fallback`, a WSGI app). Every
-outcome is one response built here: 200 with the AdmissionReview, or 400/413
-with a one-line reason.
+outcome is one response built here: 200 with the AdmissionReview, or a 4xx
+with a one-line reason for a body that is not one.
 
 Where a review is judged is decided here, once. `answer` runs in the event
 loop and judges at once in a Judgment that may not wait (webhook/cluster/view.py):
@@ -22,7 +22,6 @@ from typing import Any, Callable, NamedTuple
 from webhook import engine, kinds, metrics
 from webhook.admission import review
 from webhook.cluster.view import Judgment, NeedsNetwork
-from webhook.server import body as request_body
 from webhook.server.logs import bounded, request_fields
 
 log = logging.getLogger("workload_webhook.server")
@@ -62,7 +61,6 @@ class Admission:
     def __init__(self, state, fallback: Callable):
         self.state, self.fallback = state, fallback
         cfg = state.config
-        self.limit = cfg.server.maxBodyBytes
         self.known = {k.kind for k in (*kinds.SCHEDULING_KINDS, kinds.POD)} | {t.kind for t in cfg.targets}
 
     @staticmethod
@@ -73,28 +71,16 @@ class Admission:
         """Metric labels only for kinds this service judges: hostile kinds must not grow the series."""
         return req.kind if req.kind in self.known else "other"
 
-    def answer(self, route: Route, raw: bytes | Exception, content_type: str | None) -> Answer | Later:
+    def answer(self, route: Route, raw: bytes, content_type: str | None) -> Answer | Later:
         """The answer, judged at once without waiting for the API server; or Later,
-        when the judgment must wait for it. `raw` is the body, or the request_body
-        error that stopped reading it."""
-        endpoint = route[0]
+        when the judgment must wait for it. `raw` is the whole body, within the limit
+        (the HTTP layer refuses the rest: webhook/server/reader.py)."""
         started = time.perf_counter()
-        limit = self.limit
         try:
-            if isinstance(raw, Exception):
-                raise raw
             parsed = review.parse(raw, content_type)
-        except request_body.TooLarge:
-            metrics.REJECTED_INPUT.labels("too_large").inc()
-            log.warning("refused: body over %d bytes", limit, extra={"endpoint": endpoint, "status": 413})
-            return Answer(413, _error(f"request body is larger than {limit} bytes (server.maxBodyBytes)"), True)
-        except request_body.Unreadable as exc:
-            metrics.REJECTED_INPUT.labels("unreadable").inc()
-            log.info("refused: %s", exc.reason, extra={"endpoint": endpoint, "status": 400})
-            return Answer(400, _error(exc.reason), True)
         except review.BadReview as exc:
             metrics.REJECTED_INPUT.labels("malformed").inc()
-            log.info("refused: %s", exc.reason, extra={"endpoint": endpoint, "status": exc.status})
+            log.info("refused: %s", exc.reason, extra={"endpoint": route[0], "status": exc.status})
             return Answer(exc.status, _error(exc.reason), False)
         judged = self._judged(route, parsed, started, may_wait=False)
         return judged if judged is not None else Later(self, route, parsed, started)

@@ -1,6 +1,6 @@
-"""The WSGI app: the admission routes (webhook.server.admit, a thin shell
-around webhook.engine) in front of Flask, which serves health, readiness and
-metrics (ADM-1..7)."""
+"""What a worker serves: the Admission (webhook.server.admit, the admission
+routes, a thin shell around webhook.engine) with Flask behind it for health,
+readiness and metrics, and the 404/405 answers (ADM-1..7)."""
 from __future__ import annotations
 
 import logging
@@ -34,7 +34,7 @@ def _one_line(status: int, reason: str) -> Response:
     return resp
 
 
-def create_app(state: State) -> Admission:
+def build_admission(state: State) -> Admission:
     app = Flask("workload_webhook")
 
     # POSTs never reach Flask (webhook.server.admit answers them); these routes

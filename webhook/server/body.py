@@ -5,27 +5,12 @@ Every object kube-apiserver can store must fit: the default limit holds two
 objects at its 3 MiB request limit (object and oldObject of an UPDATE) plus the
 AdmissionReview envelope. A body over the limit is read and dropped (up to
 DRAIN_FACTOR times the limit) before the 413 is sent, so a client that is still
-sending can read the answer instead of a reset connection."""
+sending can read the answer instead of a reset connection; the 413 is the
+reader's refusal (webhook/server/reader.py), like every refusal of the HTTP
+layer."""
 from __future__ import annotations
 
 DRAIN_FACTOR = 4
-
-
-class TooLarge(Exception):
-    """The body is over the limit; `drained` tells whether all of it was read."""
-
-    def __init__(self, drained: bool):
-        super().__init__("too large")
-        self.drained = drained
-
-
-class Unreadable(Exception):
-    """The body could not be read: a malformed chunked encoding, a client that
-    stopped sending or went away. `reason` is one line."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
 
 
 class Body:
@@ -47,8 +32,6 @@ class Body:
                 self.parts.append(data)
         return self.size <= DRAIN_FACTOR * self.limit
 
-    def result(self, complete: bool = True) -> bytes | TooLarge:
-        """The whole body, or TooLarge (`complete`: the body was read to its end)."""
-        if self.over:
-            return TooLarge(drained=complete)
+    def result(self) -> bytes:
+        """The whole body (of one within the limit: `over` is False)."""
         return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)

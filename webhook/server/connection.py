@@ -35,13 +35,12 @@ from collections import deque
 from concurrent.futures import Executor
 from typing import Protocol
 
-from webhook import metrics
 from webhook.server import response, wsgi_call
 from webhook.server.admit import Later
 from webhook.server.budget import BodyBudget
 from webhook.server.deadlines import Deadlines
 from webhook.server.reader import Reader
-from webhook.server.request import Phase, Request, late, too_large
+from webhook.server.request import HttpRequest, Phase, late
 
 log = logging.getLogger("workload_webhook.server")
 
@@ -54,10 +53,12 @@ PIPELINE, BUDGET = 1, 2         # why reading is paused
 INTERNAL_ERROR = "internal error; see the webhook's log"
 
 
-class Serving(Protocol):
-    """What a connection needs of the worker that owns it (webhook/server/worker.py)."""
+class Shared(Protocol):
+    """What a connection shares with the other connections of its worker
+    (webhook/server/worker.py EventLoopServer; tests/unit/connection_mock.py)."""
     loop: asyncio.AbstractEventLoop
     admission: object           # webhook.server.admit.Admission
+    max_body: int               # server.maxBodyBytes
     idle: float                 # server.idleTimeoutSeconds
     body_timeout: float         # server.bodyTimeoutSeconds
     budget: BodyBudget          # server.bodyBudgetBytes, shared by the worker's connections
@@ -70,12 +71,12 @@ class Serving(Protocol):
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, serving: Serving):
-        self.serving = serving
-        self.loop = serving.loop
+    def __init__(self, shared: Shared):
+        self.shared = shared
+        self.loop = shared.loop
         self.transport = None
-        self.queue: deque[Request] = deque()     # read (or refused), to be answered in this order
-        self.answering: Request | None = None    # judged in the pool
+        self.queue: deque[HttpRequest] = deque()  # read (or refused), to be answered in this order
+        self.answering: HttpRequest | None = None  # judged in the pool
         self.paused = 0                          # PIPELINE | BUDGET
         self.write_blocked = False
         self.closing = False      # the worker stops: the last answer says Connection: close
@@ -92,15 +93,15 @@ class Connection(asyncio.Protocol):
             transport.set_read_buffer_limits(high=READ_AHEAD)
         except (AttributeError, NotImplementedError):
             pass
-        self.serving.opened(self)
-        self.due.idle = self.loop.time() + self.serving.idle
+        self.shared.opened(self)
+        self.due.idle = self.loop.time() + self.shared.idle
         self.due.wake_at(self.due.idle)
 
     def connection_lost(self, exc) -> None:
         self.closed = True
         self.due.cancel()
         self._let_go()
-        self.serving.closed(self)
+        self.shared.closed(self)
 
     def data_received(self, data: bytes) -> None:
         reader = self.reader
@@ -109,7 +110,7 @@ class Connection(asyncio.Protocol):
         now = self.last_active = self.loop.time()
         in_body = reader.in_body
         if in_body:
-            self.due.byte = now + self.serving.idle + IO_SLACK_SECONDS
+            self.due.byte = now + self.shared.idle + IO_SLACK_SECONDS
         reader.feed(data, in_body)
         self._next()
 
@@ -120,12 +121,12 @@ class Connection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.write_blocked = True
-        self.due.write = self.loop.time() + self.serving.idle + IO_SLACK_SECONDS
+        self.due.write = self.loop.time() + self.shared.idle + IO_SLACK_SECONDS
         self.due.wake_at(self.due.write)
 
     def resume_writing(self) -> None:
         self.write_blocked = False
-        self.due.idle = self.loop.time() + self.serving.idle
+        self.due.idle = self.loop.time() + self.shared.idle
         self._next()
 
     def shutdown(self) -> None:
@@ -137,30 +138,30 @@ class Connection(asyncio.Protocol):
 
     # -- what the reader asks of the connection -------------------------------
 
-    def enqueue(self, req: Request) -> None:
+    def enqueue(self, req: HttpRequest) -> None:
         self.queue.append(req)
         if len(self.queue) > 1:         # pipelined requests wait for their turn; do not read more meanwhile
             self._pause(PIPELINE)
 
     def body_started(self) -> None:
         now = self.loop.time()
-        self.due.body = now + self.serving.body_timeout
-        self.due.byte = now + self.serving.idle + IO_SLACK_SECONDS
+        self.due.body = now + self.shared.body_timeout
+        self.due.byte = now + self.shared.idle + IO_SLACK_SECONDS
         self.due.wake_at(min(self.due.body, self.due.byte))
         if self.reader.current.continue_due:
             self._send_continue_if_due()
 
     def wait_for_budget(self) -> None:
         self._pause(BUDGET)
-        self.due.wait = self.loop.time() + self.serving.idle
+        self.due.wait = self.loop.time() + self.shared.idle
         self.due.wake_at(self.due.wait)
 
     def resume_for_budget(self) -> None:
         self._resume(BUDGET)
 
-    def give_back(self, req: Request) -> None:
+    def give_back(self, req: HttpRequest) -> None:
         if req.held:
-            self.serving.budget.give_back(req.held)
+            self.shared.budget.give_back(req.held)
             req.held = 0
 
     # -- answers ------------------------------------------------------------
@@ -174,12 +175,12 @@ class Connection(asyncio.Protocol):
         if self.reader.current is not None:
             self._send_continue_if_due()
 
-    def _answer(self, req: Request) -> None:
+    def _answer(self, req: HttpRequest) -> None:
         if req.refusal is not None:
             r = req.refusal
             self._send(req, r.status, [response.JSON], response.error(r.reason), True)
             return
-        admission = self.serving.admission
+        admission = self.shared.admission
         route = admission.route(req.method, req.path)
         if route is None:
             self._wsgi(req)
@@ -192,7 +193,7 @@ class Connection(asyncio.Protocol):
             return
         if isinstance(answer, Later):
             req.phase, self.answering = Phase.ANSWERING, req
-            future = self.loop.run_in_executor(self.serving.pool, answer.run, self.still_open)
+            future = self.loop.run_in_executor(self.shared.pool, answer.run, self.still_open)
             future.add_done_callback(lambda f: self._answered(req, f))
             return
         self._send(req, answer.status, [response.JSON], answer.body, answer.close)
@@ -201,7 +202,7 @@ class Connection(asyncio.Protocol):
         """Read by a judgment in the lookup pool before it starts (admit.Later.run)."""
         return not self.closed
 
-    def _answered(self, req: Request, future: asyncio.Future) -> None:
+    def _answered(self, req: HttpRequest, future: asyncio.Future) -> None:
         self.answering = None
         if self.closed:
             return
@@ -216,15 +217,10 @@ class Connection(asyncio.Protocol):
             self._send(req, answer.status, [response.JSON], answer.body, answer.close)
         self._next()
 
-    def _wsgi(self, req: Request) -> None:
-        if isinstance(req.content, Exception):
-            r = too_large(self.serving.admission.limit)
-            metrics.HTTP_REFUSED.labels(r.why).inc()
-            self._send(req, r.status, [response.JSON], response.error(r.reason), True)
-            return
+    def _wsgi(self, req: HttpRequest) -> None:
         try:
-            status, headers, data = wsgi_call.call(self.serving.admission.fallback, req.method.decode("latin-1"),
-                                                   req.path, req.query, req.headers, req.content, self.serving.port)
+            status, headers, data = wsgi_call.call(self.shared.admission.fallback, req.method.decode("latin-1"),
+                                                   req.path, req.query, req.headers, req.content, self.shared.port)
         except Exception:
             log.exception("request failed")
             self._send(req, 500, [response.JSON], response.error(INTERNAL_ERROR), True)
@@ -232,7 +228,7 @@ class Connection(asyncio.Protocol):
         status, lines, data, length = response.from_wsgi(status, headers, data, req.method == b"HEAD")
         self._send(req, status, lines, data, False, length=length)
 
-    def _send(self, req: Request, status, headers: list[bytes], payload: bytes, close: bool,
+    def _send(self, req: HttpRequest, status, headers: list[bytes], payload: bytes, close: bool,
               length: bool = True) -> None:
         if self.closed:
             return
@@ -243,7 +239,7 @@ class Connection(asyncio.Protocol):
         if close:
             self._close()
         else:
-            self.due.idle = now + self.serving.idle
+            self.due.idle = now + self.shared.idle
             self.due.wake_at(min(self.due.idle, now + SHUTDOWN_IDLE_GRACE) if self.closing else self.due.idle)
 
     def _send_continue_if_due(self) -> None:
@@ -315,5 +311,5 @@ class Connection(asyncio.Protocol):
         elif what == "idle":
             self._close()                     # kept alive and idle: a clean close
         else:
-            self.reader.refuse(late(what, self.serving.idle, self.serving.body_timeout, IO_SLACK_SECONDS))
+            self.reader.refuse(late(what, self.shared.idle, self.shared.body_timeout, IO_SLACK_SECONDS))
             self._next()

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
-from webhook.certificates.serving import Serving
+from webhook.certificates.serving import ServingCertificates
 from webhook.config import Config
 
 
-def _metrics_listener(host: str, s, serving: Serving):
+def _metrics_listener(host: str, s, certificates: ServingCertificates):
     from webhook import metrics
     from webhook.certificates.files import ReloadingContext
     from webhook.server.metrics_listener import MetricsListener
-    tls = ReloadingContext(serving.paths.cert, serving.paths.key).get if s.metricsTLS else None
+    tls = ReloadingContext(certificates.paths.cert, certificates.paths.key).get if s.metricsTLS else None
     try:
         return MetricsListener(host, s.metricsPort, metrics.render, tls).bind()
     except OSError as exc:           # gunicorn prints it as one line and exits 1
@@ -38,7 +38,7 @@ def _child_exit(server, worker) -> None:
 @dataclass
 class Launch:
     config: Config              # with the effective server settings (flags > env > file)
-    serving: Serving            # the certificates, and in mode secret the renewal loop
+    certificates: ServingCertificates   # the files, and in mode secret the renewal loop
     kubeconfig: str | None = None
     registrar: object | None = None     # a Registrar to run in the master (serve --register)
 
@@ -61,17 +61,17 @@ class WebhookServer(BaseApplication):
             "graceful_timeout": s.gracefulTimeoutSeconds,   # then the arbiter kills a stopping worker
             # gunicorn checks the files exist before it binds, and logs https://; the worker reads
             # the same paths from the Launch and reloads them (webhook/certificates/files.py).
-            "certfile": self.launch.serving.paths.cert,
-            "keyfile": self.launch.serving.paths.key,
+            "certfile": self.launch.certificates.paths.cert,
+            "keyfile": self.launch.certificates.paths.key,
             "child_exit": _child_exit,
             "loglevel": s.logLevel,
             "proc_name": "workload-webhook",
         }
         if s.metricsPort and self.metrics is None:     # bound before any fork: a taken port fails the start
-            self.metrics = _metrics_listener(host, s, self.launch.serving)
+            self.metrics = _metrics_listener(host, s, self.launch.certificates)
         if self.metrics is not None:
             options["post_fork"] = lambda server, worker: self.metrics.close_in_child()
-        if s.cluster != "disabled" or self.launch.serving.sync is not None or self.launch.registrar is not None \
+        if s.cluster != "disabled" or self.launch.certificates.sync is not None or self.launch.registrar is not None \
                 or self.metrics is not None:
             options["when_ready"] = self._when_ready
         if "control_socket_disable" in self.cfg.settings:   # gunicorn >= 25.1: no runtime control socket
@@ -92,7 +92,7 @@ class WebhookServer(BaseApplication):
         if s.cluster != "disabled":
             from webhook.cluster.snapshot import listed_once
             self.snapshot = listed_once(s.cluster, self.launch.kubeconfig)
-        if self.launch.serving.sync is not None or self.launch.registrar is not None:
+        if self.launch.certificates.sync is not None or self.launch.registrar is not None:
             self._start_master_loops()
 
     def workers_forked(self) -> None:
@@ -103,9 +103,9 @@ class WebhookServer(BaseApplication):
     def _start_master_loops(self) -> None:
         """The certificate sync and the registration live in the master: workers come and go."""
         import threading
-        if self.launch.serving.sync is not None:
-            interval = self.launch.serving.check_interval
-            threading.Thread(target=self.launch.serving.sync.run, args=(interval, threading.Event()),
+        if self.launch.certificates.sync is not None:
+            interval = self.launch.certificates.check_interval
+            threading.Thread(target=self.launch.certificates.sync.run, args=(interval, threading.Event()),
                              name="certificate-sync", daemon=True).start()
         if self.launch.registrar is not None:
             threading.Thread(target=self.launch.registrar.run, args=(threading.Event(),), name="registration",
@@ -124,7 +124,7 @@ class WebhookServer(BaseApplication):
         from webhook.cluster.cache import connect
         from webhook.cluster.view import ClusterUnavailable, DisabledView
         from webhook.server import logs
-        from webhook.server.app import State, create_app
+        from webhook.server.app import State, build_admission
         s = self.launch.config.server
         logs.setup(s.logLevel, s.logFormat)
         try:
@@ -134,11 +134,11 @@ class WebhookServer(BaseApplication):
         except ClusterUnavailable:
             raise SystemExit(2)
         self.snapshot = None          # this worker's inherited copy of the master's LIST: freed
-        serving = self.launch.serving
+        certificates = self.launch.certificates
         # The master's registrar says (through memory shared at the fork) why this Pod is not ready.
         unready = getattr(self.launch.registrar, "unready_reason", None) or (lambda: None)
-        return create_app(State(self.launch.config, view, certs_loaded=serving.loaded, sync_stalled=serving.stalled,
-                                unregistrable=unready))
+        return build_admission(State(self.launch.config, view, certs_loaded=certificates.loaded,
+                                     sync_stalled=certificates.stalled, unregistrable=unready))
 
 
 class _Master(Arbiter):

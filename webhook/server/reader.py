@@ -15,7 +15,7 @@ import httptools
 
 from webhook import metrics
 from webhook.server.body import Body
-from webhook.server.request import HEAD_LIMIT, Phase, Refusal, Request, too_large
+from webhook.server.request import HEAD_LIMIT, HttpRequest, Phase, Refusal, too_large
 
 log = logging.getLogger("workload_webhook.server")
 
@@ -23,9 +23,9 @@ log = logging.getLogger("workload_webhook.server")
 class Reader:
     def __init__(self, conn):
         self.conn = conn                # webhook.server.connection.Connection
-        self.budget = conn.serving.budget
+        self.budget = conn.shared.budget
         self.parser = httptools.HttpRequestParser(self)
-        self.current: Request | None = None      # being read
+        self.current: HttpRequest | None = None      # being read
         self.stopped = False            # nothing more is read
         self.head_bytes = 0             # since the last request was read whole: an upper bound of the head's
         self.body_bytes = 0
@@ -46,7 +46,7 @@ class Reader:
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            pass                        # refused at the end of its head (Request.head_refusal)
+            pass                        # refused at the end of its head (HttpRequest.head_refusal)
         except httptools.HttpParserError as exc:
             if not self.stopped:        # after a request that ends the connection, what follows is not read
                 text = (str(exc).splitlines() or ["unreadable"])[0][:120]
@@ -80,7 +80,7 @@ class Reader:
         its end: it is answered with `refusal` in its turn, then the connection closes."""
         if self.stopped:
             return
-        req = self.current or Request()
+        req = self.current or HttpRequest()
         self.let_go()
         req.refuse(refusal)
         req.keep_alive = False
@@ -113,7 +113,7 @@ class Reader:
 
     def on_message_begin(self) -> None:
         if not self.stopped:
-            self.current = Request()
+            self.current = HttpRequest()
 
     def on_url(self, url: bytes) -> None:
         req = self.current
@@ -135,7 +135,7 @@ class Reader:
         parser = self.parser
         req.method = parser.get_method()
         req.keep_alive = parser.should_keep_alive()
-        limit = self.conn.serving.admission.limit
+        limit = self.conn.shared.max_body
         refusal = req.head_refusal(parser.get_http_version, parser.should_upgrade())
         if refusal is None and req.continue_due and req.declared is not None and req.declared > limit:
             refusal = too_large(limit)          # do not invite a body that will be refused
@@ -167,6 +167,9 @@ class Reader:
         req = self.current
         if req is None:
             return
+        if req.body.over:                       # read to its end and dropped: answered 413, then closed
+            self.refuse(too_large(req.body.limit))
+            return
         self.current = None
         self.head_bytes = 0
         if req.phase is Phase.WAITING:          # it came whole with its head: nothing more to wait for
@@ -175,7 +178,7 @@ class Reader:
         req.phase = Phase.READY
         req.content = req.body.result()
         req.body = None
-        if req.held and not isinstance(req.content, Exception) and len(req.content) < req.held:
+        if req.held and len(req.content) < req.held:
             self.budget.give_back(req.held - len(req.content))     # a chunked body smaller than its claim
             req.held = len(req.content)
         if not req.keep_alive:

@@ -51,7 +51,7 @@ class Refusal(NamedTuple):
     why: str                     # the label of workload_webhook_http_refused_total
 
 
-class Request:
+class HttpRequest:
     __slots__ = ("phase", "method", "url", "path", "query", "version", "headers", "head_size", "fields", "hosts",
                  "content_type", "declared", "coding", "expect", "keep_alive", "body", "content", "held", "refusal",
                  "framing", "trailer_size", "continue_due")
@@ -72,7 +72,7 @@ class Request:
         self.expect: bytes | None = None
         self.keep_alive = True
         self.body: Body | None = None           # while it is read
-        self.content: bytes | Exception | None = None   # once read: the body, or why it is not (body.TooLarge)
+        self.content: bytes | None = None      # once read whole: the body
         self.held = 0                          # bytes of the worker's body budget this request holds
         self.refusal: Refusal | None = None
         self.framing = 0                       # chunked framing (and trailer) bytes since the last body byte

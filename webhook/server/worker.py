@@ -70,7 +70,7 @@ class BoundedWorker(Worker):
         from webhook.certificates import files
         launch = self.app.launch                     # webhook.server.gunicorn_app.Launch, as the master had it
         self.settings = launch.config.server
-        self.tls = files.ReloadingContext(launch.serving.paths.cert, launch.serving.paths.key)
+        self.tls = files.ReloadingContext(launch.certificates.paths.cert, launch.certificates.paths.key)
         super().init_process()
 
     def load_wsgi(self) -> None:
@@ -81,11 +81,11 @@ class BoundedWorker(Worker):
         loop = uvloop.new_event_loop()
         asyncio.set_event_loop(loop)
         loop.set_exception_handler(_connection_errors_quietly)
-        serving = Serving(self, loop)
+        server = EventLoopServer(self, loop)
         try:
-            loop.run_until_complete(serving.run())
+            loop.run_until_complete(server.run())
         finally:
-            serving.pool.shutdown(wait=False, cancel_futures=True)
+            server.pool.shutdown(wait=False, cancel_futures=True)
             loop.close()
         # Every connection is answered or closed. Exit here rather than through the
         # interpreter's shutdown: the watch caches' daemon threads may sit in a socket
@@ -97,9 +97,11 @@ class BoundedWorker(Worker):
         os._exit(0)
 
 
-class Serving:
-    """What a worker's connections share: the app, the limits, the lookup pool,
-    and the accounting that stops accepting at `server.maxConnections`."""
+class EventLoopServer:
+    """One worker's server, on its event loop: what its connections share
+    (webhook/server/connection.py Shared: the admission, the settings, the body
+    budget, the lookup pool), accepting them up to `server.maxConnections`, and
+    the stop."""
 
     def __init__(self, worker: BoundedWorker, loop: asyncio.AbstractEventLoop):
         self.worker, self.loop = worker, loop
@@ -107,6 +109,7 @@ class Serving:
         self.admission = worker.admission
         self.idle = settings.idleTimeoutSeconds
         self.body_timeout = settings.bodyTimeoutSeconds
+        self.max_body = settings.maxBodyBytes
         self.budget = BodyBudget(settings.bodyBudgetBytes)
         self.port = worker.sockets[0].getsockname()[1]
         self.pool = ThreadPoolExecutor(max_workers=LOOKUP_THREADS, thread_name_prefix="lookup")
