@@ -1,7 +1,7 @@
 """Audit throughput on a real control plane (kube-apiserver + etcd from
 hack/build-control-plane.sh): N AuditJobs (10 % violating) in 10 namespaces,
 then `workload-webhook audit --report` as a subprocess, timed, with its peak
-memory (ru_maxrss of the child). Prints objects/s and peak MiB per page size.
+memory (its own, tests/memory.py). Prints objects/s and peak MiB per page size.
 
     python bench/audit_bench.py                 # 20,000 objects
     python bench/audit_bench.py --objects 2000  # quicker
@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import yaml  # noqa: E402
 
+from tests import memory  # noqa: E402
 from tests.e2e.adopters import trainjob_crd_copy  # noqa: E402
 from tests.e2e.controlplane import ControlPlane  # noqa: E402
 from tests.server.harness import REPO  # noqa: E402
@@ -56,18 +57,14 @@ def audit(cp, work: str, page_size: int) -> tuple[float, float, dict]:
     config = os.path.join(work, "audit.yaml")
     with open(config, "w") as f:
         yaml.safe_dump({"targets": [TARGET]}, f)
-    # A fresh interpreter per run, so ru_maxrss of the children is this run's peak.
-    code = ("import resource, subprocess, sys, time, json; t = time.monotonic(); "
-            "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-            "print(json.dumps({'rc': p.returncode, 'seconds': time.monotonic() - t, "
-            "'peak_kib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, 'out': p.stdout, 'err': p.stderr[-2000:]}))")
-    proc = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "webhook", "audit", "--config", config,
-                           "--kubeconfig", cp.kubeconfig("admin"), "--report", "--page-size", str(page_size), "-o", "json"],
-                          capture_output=True, text=True, cwd=REPO, timeout=3600)
-    result = json.loads(proc.stdout)
-    if result["rc"] not in (0, 1):
-        raise SystemExit(f"audit failed: {result['err']}")
-    return result["seconds"], result["peak_kib"] / 1024, json.loads(result["out"]) if result["out"].startswith("{") else {}
+    started = time.monotonic()
+    proc, peak_mib = memory.peak([sys.executable, "-m", "webhook", "audit", "--config", config, "--kubeconfig",
+                                  cp.kubeconfig("admin"), "--report", "--page-size", str(page_size), "-o", "json"],
+                                 timeout=3600, cwd=REPO)
+    seconds = time.monotonic() - started
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"audit failed: {proc.stderr[-2000:]}")
+    return seconds, peak_mib, json.loads(proc.stdout) if proc.stdout.startswith("{") else {}
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.e2e.scale import memory_kib  # noqa: E402
+from tests.memory import memory_kib  # noqa: E402
 from tests.server.harness import Server  # noqa: E402
 
 BODY = 7 * 1024 * 1024

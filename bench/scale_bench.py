@@ -28,6 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tests import memory  # noqa: E402
 from tests.e2e import scale  # noqa: E402
 from tests.e2e.controlplane import ControlPlane  # noqa: E402
 from tests.server.harness import REPO, Server, admission_request  # noqa: E402
@@ -73,7 +74,7 @@ def measure(cp, work: str, size: int, workers: int, loadgen: str, requests: int,
         sync_s = None if waited is None else round(healthy + waited, 2)
         time.sleep(1.0)
         row = {"jobs": size, "sync_s": sync_s, "list_s": _list_seconds(server.log_path),
-               "memory_synced": scale.serve_memory(server.proc.pid)}
+               "memory_synced": memory.serve_memory(server.proc.pid)}
         if size:
             i = size // 2                    # a job in the middle
             ns, group = scale.namespace(i), scale.podgroup(i)
@@ -87,7 +88,7 @@ def measure(cp, work: str, size: int, workers: int, loadgen: str, requests: int,
             group["metadata"]["name"] = f"{scale.job(i)}-extra"       # a new group of an existing Workload
             body = review_file(work, f"podgroup-{size}", group, ns)
             row["podgroup_create"] = load(loadgen, server, body, "/validate", max(requests // 4, 100), concurrency)
-        row["memory_loaded"] = scale.serve_memory(server.proc.pid)
+        row["memory_loaded"] = memory.serve_memory(server.proc.pid)
         return row
     finally:
         server.stop()

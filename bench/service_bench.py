@@ -32,7 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tests.e2e import scale  # noqa: E402
-from tests.e2e.scale import family, memory_kib  # noqa: E402
+from tests.memory import family, memory_kib  # noqa: E402
 from tests.server.harness import REPO, Server, admission_request, free_port  # noqa: E402
 from tests.unit.helpers import pod, podgroup, template, trainjob, workload  # noqa: E402
 

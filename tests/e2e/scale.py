@@ -1,7 +1,7 @@
 """A cluster with many jobs, for the scale e2e test and bench/scale_bench.py:
 one Workload and one PodGroup per job (the job controller's order), with a DRA
-claim, spread over namespaces; and what the `serve` processes hold (RSS and PSS
-from /proc) and when their caches synced (the informers' log lines).
+claim, spread over namespaces; and when the `serve` processes' caches synced
+(the informers' log lines; what they hold: tests/memory.py).
 
 Jobs are written into etcd in transactions (etcd-friendly batches: 100,000 jobs
 in about 30 s; through kube-apiserver, creates run at about 600 objects/s on two
@@ -181,48 +181,6 @@ def wait_listed(cp, plural: str, count: int, timeout: float = 120) -> int:
             return seen
         time.sleep(0.2)
     raise RuntimeError(f"kube-apiserver lists {seen} {plural}, not {count}, after {timeout:g} s")
-
-
-# --------------------------------------------------------------------------- the serve processes
-
-def family(pid: int) -> list[int]:
-    """The process and its children (gunicorn's master and workers)."""
-    out = [pid]
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open(f"/proc/{p}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(p))
-            except (OSError, IndexError, ValueError):
-                pass
-    return out
-
-
-def memory_kib(pid: int) -> dict[str, int]:
-    """VmRSS and Pss of one process, KiB (Pss counts a page shared by n processes as 1/n)."""
-    out = {"rss": 0, "pss": 0}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                out["rss"] = int(line.split()[1])
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    out["pss"] = int(line.split()[1])
-    except OSError:
-        pass
-    return out
-
-
-def serve_memory(master: int) -> dict:
-    """{'master': {...}, 'workers': [{...}], 'rss_mib', 'pss_mib'}: totals over master + workers."""
-    procs = {p: memory_kib(p) for p in family(master)}
-    workers = [dict(pid=p, **m) for p, m in sorted(procs.items()) if p != master]
-    return {"master": procs[master], "workers": workers,
-            "rss_mib": round(sum(m["rss"] for m in procs.values()) / 1024, 1),
-            "pss_mib": round(sum(m["pss"] for m in procs.values()) / 1024, 1)}
 
 
 def synced_lines(log_path: str, offset: int = 0) -> list[dict]:

@@ -16,7 +16,7 @@ import time
 import pytest
 import yaml
 
-from tests import peak_rss
+from tests import memory
 from tests.e2e import adopters
 from tests.e2e.rest import token_kubeconfig
 from tests.server.harness import REPO
@@ -118,7 +118,7 @@ def clear(kubectl) -> None:
 def _run_audit(tmp_path, cluster, *extra) -> tuple[int, dict, int]:
     config = tmp_path / "audit.yaml"
     config.write_text(yaml.safe_dump({"targets": [TARGET], "featureGates": adopters.ALL_GATES}))
-    proc, peak_mib = peak_rss.run([sys.executable, "-m", "webhook", "audit", "--config", str(config), "--kubeconfig",
+    proc, peak_mib = memory.peak([sys.executable, "-m", "webhook", "audit", "--config", str(config), "--kubeconfig",
                                    cluster.kubeconfig("admin"), "--page-size", "200", "-o", "json", *extra],
                                   cwd=REPO, timeout=600)
     assert proc.returncode in (0, 1), proc.stderr

@@ -14,6 +14,7 @@ import time
 import pytest
 import yaml
 
+from tests import memory
 from tests.e2e import scale
 from tests.e2e.controlplane import ControlPlane
 from tests.server.harness import REPO, Server, admission_request
@@ -89,10 +90,10 @@ def test_every_worker_holds_every_podgroup(served):
 
 def test_total_rss_stays_under_the_charts_default_limit(served):
     server, _ = served
-    memory = scale.serve_memory(server.proc.pid)
-    assert len(memory["workers"]) == WORKERS
-    total = sum(p["rss"] for p in [memory["master"], *memory["workers"]]) * 1024
-    assert total < chart_limit_bytes(), memory
+    held = memory.serve_memory(server.proc.pid)
+    assert len(held["workers"]) == WORKERS
+    total = sum(p["rss"] for p in [held["master"], *held["workers"]]) * 1024
+    assert total < chart_limit_bytes(), held
 
 
 def test_a_pod_joins_from_the_cache(served):

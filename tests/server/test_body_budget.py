@@ -16,7 +16,7 @@ import time
 
 import yaml
 
-from tests.e2e.scale import serve_memory
+from tests.memory import serve_memory
 from tests.server.harness import REPO, Server, admission_request
 from tests.unit.helpers import podgroup
 from webhook.config import ServerSettings

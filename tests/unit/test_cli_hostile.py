@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests import peak_rss
+from tests import memory
 from tests.server.harness import REPO
 
 BOMB = """\
@@ -27,7 +27,7 @@ MAX_RSS_MIB = 300
 
 def validate(*paths: str) -> tuple[subprocess.CompletedProcess, float, float]:
     started = time.monotonic()
-    proc, peak_mib = peak_rss.run([sys.executable, "-m", "webhook", "validate", "--config", "examples/config.yaml",
+    proc, peak_mib = memory.peak([sys.executable, "-m", "webhook", "validate", "--config", "examples/config.yaml",
                                    "-f", *paths], cwd=REPO, timeout=MAX_SECONDS)
     return proc, time.monotonic() - started, peak_mib
 

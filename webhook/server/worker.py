@@ -7,8 +7,8 @@ a worker does with its sockets is here and in webhook/server/connection.py.
 The Python HTTP stack was ~80 % of a Pod join's CPU under the gevent worker
 (gunicorn's parser and WSGI environ, gevent's loop and TLS wrapper); here the
 parsing is llhttp (httptools) and the TLS and socket work libuv's and
-OpenSSL's, so a Pod join costs about 0.12 ms of CPU instead of 0.32 ms
-(bench/README.md).
+OpenSSL's, so a Pod join costs about 0.15 ms of CPU instead of 0.32 ms
+(bench/README.md, the service benchmark's two workers side by side).
 
 Every phase of a connection is bounded, so stalled clients (a half
 ClientHello, a connection that finished TLS and sends nothing, a head sent
