@@ -10,36 +10,29 @@ Usage::
     with ControlPlane(bin_dir, work_dir) as cp:
         subprocess.run([cp.kubectl, "--kubeconfig", cp.kubeconfig("admin"), "get", "ns"])
 
-Plain module: stdlib + ``cryptography`` (certificates) + PyYAML (kubeconfigs).
+Its credentials (CA, users, kubeconfigs) are in controlplane_credentials.py, its
+processes (etcd, kube-apiserver, ports, logs) in controlplane_processes.py.
+Plain modules: stdlib + ``cryptography`` (certificates) + PyYAML (kubeconfigs).
 """
 
 from __future__ import annotations
 
 import atexit
-import base64
-import ipaddress
-import json
 import os
 import shutil
-import signal
-import socket
-import ssl
 import subprocess
 import time
-import urllib.error
-import urllib.request
 import weakref
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
-import yaml
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from tests.e2e.controlplane_credentials import Credentials
+from tests.e2e.controlplane_processes import (LOOPBACK, SERVICE_CLUSTER_IP_RANGE, ControlPlaneError, Processes,
+                                              free_ports, stop_process, tail)
+from tests.e2e.pki import CertificateAuthority
 
-from tests.e2e.netns import urlopen_in
-from tests.e2e.pki import CertificateAuthority, _pem_key, _write
-
-LOOPBACK = "127.0.0.1"
+__all__ = ["ControlPlane", "ControlPlaneError", "DEFAULT_FEATURE_GATES", "LOOPBACK", "SERVICE_CLUSTER_IP_RANGE",
+           "free_ports", "tail"]
 
 #: Feature gates needed for the Workload / PodGroup / CompositePodGroup APIs.
 #: All exist in k8s.io/kubernetes v1.37.2 (pkg/features/kube_features.go).
@@ -66,68 +59,6 @@ DEFAULT_RUNTIME_CONFIG: tuple[str, ...] = (
 #: ("ServiceAccount", "PodGroupProtection") to avoid that.
 DEFAULT_DISABLED_ADMISSION_PLUGINS: tuple[str, ...] = ("ServiceAccount",)
 
-SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
-
-AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-  - level: Metadata
-    resources: [{group: audit.example.com}]
-  - level: None
-"""  # config value only; nothing dials it
-
-
-class ControlPlaneError(RuntimeError):
-    """The control plane failed to start (message includes the log tail)."""
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def free_ports(n: int) -> list[int]:
-    """Return ``n`` distinct currently-free TCP ports on 127.0.0.1."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((LOOPBACK, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-        return True
-    except ValueError:
-        return False
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        return f"<cannot read {path}: {exc}>"
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _stop_process(proc: subprocess.Popen | None, grace: float) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    try:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-    except ProcessLookupError:
-        pass
-
-
 _live: "weakref.WeakSet[ControlPlane]" = weakref.WeakSet()
 
 
@@ -140,7 +71,7 @@ def _stop_all() -> None:  # last resort: never leave servers behind
 # --------------------------------------------------------------------------- control plane
 
 
-class ControlPlane:
+class ControlPlane(Credentials, Processes):
     """etcd + kube-apiserver on 127.0.0.1, client-certificate users, kubeconfigs.
 
     Users: ``admin`` (O=system:masters) and ``alice`` (no groups besides
@@ -225,107 +156,11 @@ class ControlPlane:
         return f"http://{LOOPBACK}:{self.etcd_port}"
 
     @property
-    def ca_pem(self) -> bytes:
-        if self.ca is None:
-            raise ControlPlaneError("control plane not started")
-        return self.ca.cert_pem
-
-    @property
     def log_files(self) -> dict[str, Path]:
         return {"etcd": self.etcd_log, "kube-apiserver": self.apiserver_log}
 
-    def kubeconfig(self, user: str = "admin") -> str:
-        """Path of the kubeconfig for ``user`` (``admin``, ``alice`` or one from add_user)."""
-        try:
-            return str(self._kubeconfigs[user])
-        except KeyError:
-            raise KeyError(f"no kubeconfig for user {user!r}; known: {sorted(self._kubeconfigs)}")
-
-    def client_cert(self, user: str = "admin") -> tuple[str, str]:
-        """(cert_path, key_path) of ``user``'s client certificate (PEM)."""
-        cert, key = self._client_certs[user]
-        return str(cert), str(key)
-
-    def kubectl_cmd(self, *args: str, user: str = "admin") -> list[str]:
-        return [self.kubectl, "--kubeconfig", self.kubeconfig(user), *args]
-
     def running(self) -> bool:
         return all(p is not None and p.poll() is None for p in (self._etcd, self._apiserver))
-
-    # -- certificates / users ------------------------------------------------------------
-
-    def issue_cert(self, name: str, **kwargs) -> tuple[Path, Path]:
-        """Sign a leaf cert with the cluster CA (e.g. a webhook serving or client cert).
-
-        kwargs as :meth:`CertificateAuthority.issue`. Returns (cert_path, key_path)
-        under ``work_dir/pki``.
-        """
-        assert self.ca is not None, "call start() (or _init_pki()) first"
-        cert, key = self.ca.issue(name, **kwargs)
-        safe = name.replace(":", "_").replace("/", "_")
-        return (
-            _write(self.pki_dir / f"{safe}.crt", cert, 0o644),
-            _write(self.pki_dir / f"{safe}.key", key),
-        )
-
-    def add_user(self, name: str, groups: Iterable[str] = ()) -> str:
-        """Create a client-certificate user (CN=name, O=groups) and its kubeconfig."""
-        cert, key = self.ca.issue(name, organizations=list(groups), client=True)
-        self._client_certs[name] = (
-            _write(self.pki_dir / f"{name}-client.crt", cert, 0o644),
-            _write(self.pki_dir / f"{name}-client.key", key),
-        )
-        path = self.work_dir / f"{name}.kubeconfig"
-        kc = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "e2e",
-                    "cluster": {
-                        "server": self.url,
-                        "certificate-authority-data": base64.b64encode(self.ca.cert_pem).decode(),
-                    },
-                }
-            ],
-            "users": [
-                {
-                    "name": name,
-                    "user": {
-                        "client-certificate-data": base64.b64encode(cert).decode(),
-                        "client-key-data": base64.b64encode(key).decode(),
-                    },
-                }
-            ],
-            "contexts": [{"name": name, "context": {"cluster": "e2e", "user": name, "namespace": "default"}}],
-            "current-context": name,
-            "preferences": {},
-        }
-        _write(path, yaml.safe_dump(kc, sort_keys=False).encode())
-        self._kubeconfigs[name] = path
-        return str(path)
-
-    def _init_pki(self) -> None:
-        self.pki_dir.mkdir(parents=True, exist_ok=True)
-        self.ca = self._given_ca or CertificateAuthority()
-        _write(self.ca_path, self.ca.cert_pem, 0o644)
-        sans = [LOOPBACK, *self.extra_sans]
-        ips = [a for a in sans if _is_ip(a)]
-        self.serving_cert, self.serving_key = self.issue_cert(
-            "kube-apiserver",
-            dns_names=["localhost", *(a for a in sans if not _is_ip(a))],
-            ip_addresses=list(dict.fromkeys(ips)),
-            server=True,
-        )
-        sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        self.sa_key_path = _write(self.pki_dir / "sa.key", _pem_key(sa_key))
-        self.sa_pub_path = _write(
-            self.pki_dir / "sa.pub",
-            sa_key.public_key().public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-            ),
-            0o644,
-        )
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -382,8 +217,8 @@ class ControlPlane:
 
     def stop(self) -> None:
         """SIGTERM both processes, SIGKILL after ``stop_grace`` s. Idempotent."""
-        _stop_process(self._apiserver, self.stop_grace)
-        _stop_process(self._etcd, self.stop_grace)
+        stop_process(self._apiserver, self.stop_grace)
+        stop_process(self._etcd, self.stop_grace)
         for f in self._logs:
             try:
                 f.close()
@@ -399,130 +234,3 @@ class ControlPlane:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _spawn(self, args: list[str], log: Path) -> subprocess.Popen:
-        f = open(log, "ab")
-        self._logs.append(f)
-        prefix = ["nsenter", f"--net=/run/netns/{self.netns}"] if self.netns else []
-        proc = subprocess.Popen(
-            prefix + args,
-            stdin=subprocess.DEVNULL,
-            stdout=f,
-            stderr=subprocess.STDOUT,
-            cwd=self.work_dir,
-            start_new_session=True,  # not hit by the terminal's Ctrl-C; stop() handles it
-        )
-        if self.pid_dir is not None:
-            self.pid_dir.mkdir(parents=True, exist_ok=True)
-            (self.pid_dir / f"{Path(args[0]).name}.pid").write_text(str(proc.pid))
-        return proc
-
-    def _start_etcd(self) -> None:
-        peer = f"http://{LOOPBACK}:{self.etcd_peer_port}"
-        args = [
-            str(self.etcd_bin),
-            "--name=e2e",
-            f"--data-dir={self.etcd_data_dir}",
-            f"--listen-client-urls={self.etcd_url}",
-            f"--advertise-client-urls={self.etcd_url}",
-            f"--listen-peer-urls={peer}",
-            f"--initial-advertise-peer-urls={peer}",
-            f"--initial-cluster=e2e={peer}",
-            "--initial-cluster-state=new",
-            "--unsafe-no-fsync",  # test data only; much faster on slow disks
-            "--log-level=warn",
-        ]
-        self.etcd_args = args
-        self._etcd = self._spawn(args, self.etcd_log)
-
-    def _wait_etcd(self, deadline: float) -> None:
-        last = ""
-        while time.monotonic() < deadline:
-            if self._etcd.poll() is not None:
-                raise ControlPlaneError(
-                    f"etcd exited with {self._etcd.returncode}; {self.etcd_log} tail:\n{_tail(self.etcd_log)}"
-                )
-            try:
-                _, raw = urlopen_in(self.netns, f"{self.etcd_url}/health", timeout=2)
-                body = json.loads(raw or b"{}")
-                if body.get("health") == "true":
-                    return
-                last = str(body)
-            except (OSError, ValueError) as exc:
-                last = str(exc)
-            time.sleep(0.2)
-        raise ControlPlaneError(
-            f"etcd not healthy at {self.etcd_url} in time (last: {last}); tail:\n{_tail(self.etcd_log)}"
-        )
-
-    def _start_apiserver(self) -> None:
-        gates = ",".join(f"{k}={'true' if v else 'false'}" for k, v in self.feature_gates.items())
-        args = [
-            str(self.apiserver_bin),
-            f"--bind-address={self.bind_address}",
-            f"--advertise-address={self.advertise_address}",
-            f"--secure-port={self.port}",
-            f"--etcd-servers={self.etcd_url}",
-            f"--cert-dir={self.pki_dir / 'apiserver'}",
-            f"--tls-cert-file={self.serving_cert}",
-            f"--tls-private-key-file={self.serving_key}",
-            f"--client-ca-file={self.ca_path}",
-            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
-            f"--service-account-issuer=https://{LOOPBACK}:{self.port}",
-            f"--service-account-key-file={self.sa_pub_path}",
-            f"--service-account-signing-key-file={self.sa_key_path}",
-            f"--authorization-mode={self.authorization_mode}",
-            # The default reconciler would write a loopback IP into the "kubernetes"
-            # Endpoints, which validation rejects (log noise only); nothing needs it.
-            "--endpoint-reconciler-type=none",
-            "--profiling=false",
-        ]
-        # Audit events for the audit-enforcement test: only the test CRD group, metadata level
-        # (the level that carries webhooks' audit annotations); nothing else is logged.
-        self.audit_log_path = self.work_dir / "audit.log"
-        policy_path = self.work_dir / "audit-policy.yaml"
-        policy_path.write_text(AUDIT_POLICY)
-        args += [f"--audit-policy-file={policy_path}", f"--audit-log-path={self.audit_log_path}",
-                 "--audit-log-mode=blocking", "--audit-log-maxsize=50"]
-        if self.disable_admission_plugins:
-            args.append(f"--disable-admission-plugins={','.join(self.disable_admission_plugins)}")
-        if self.runtime_config:
-            args.append(f"--runtime-config={','.join(self.runtime_config)}")
-        if gates:
-            args.append(f"--feature-gates={gates}")
-        args += self.extra_args
-        self.apiserver_args = args
-        self._apiserver = self._spawn(args, self.apiserver_log)
-
-    def ssl_context(self, user: str | None = "admin") -> ssl.SSLContext:
-        """SSL context trusting the cluster CA, presenting ``user``'s client cert."""
-        ctx = ssl.create_default_context(cafile=str(self.ca_path))
-        if user is not None:
-            cert, key = self.client_cert(user)
-            ctx.load_cert_chain(cert, key)
-        return ctx
-
-    def _wait_apiserver(self, deadline: float) -> None:
-        ctx = self.ssl_context("admin")
-        last = ""
-        while time.monotonic() < deadline:
-            if self._apiserver.poll() is not None:
-                raise ControlPlaneError(
-                    f"kube-apiserver exited with {self._apiserver.returncode}; "
-                    f"{self.apiserver_log} tail:\n{_tail(self.apiserver_log)}"
-                )
-            if self._etcd.poll() is not None:
-                raise ControlPlaneError(f"etcd died; tail:\n{_tail(self.etcd_log)}")
-            try:
-                status, _ = urlopen_in(self.netns, f"{self.url}/readyz", timeout=5, context=ctx)
-                if status == 200:
-                    return
-                last = f"HTTP {status}"
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code}: {exc.read()[-500:].decode(errors='replace')}"
-            except (OSError, ssl.SSLError) as exc:
-                last = str(exc)
-            time.sleep(0.5)
-        raise ControlPlaneError(
-            f"kube-apiserver not ready at {self.url}/readyz within {self.startup_timeout}s "
-            f"(last: {last}); {self.apiserver_log} tail:\n{_tail(self.apiserver_log)}"
-        )

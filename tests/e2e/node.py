@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from tests.e2e import node_cleanup, node_files
-from tests.e2e.controlplane import DEFAULT_FEATURE_GATES, SERVICE_CLUSTER_IP_RANGE, ControlPlane, ControlPlaneError, _tail
+from tests.e2e.controlplane import DEFAULT_FEATURE_GATES, SERVICE_CLUSTER_IP_RANGE, ControlPlane, ControlPlaneError, tail
 from tests.e2e.netns import in_netns
 from tests.e2e.pki import CertificateAuthority
 from tests.e2e.node_files import BASE, NETNS
@@ -164,7 +164,7 @@ class RealNode:
             raise NodeError(f"{name} exited with {proc.returncode}:\n{self.log(name, 60)}")
 
     def log(self, name: str, lines: int = 40) -> str:
-        return _tail(self.logs / f"{name}.log", lines)
+        return tail(self.logs / f"{name}.log", lines)
 
     def _gates(self) -> str:
         return ",".join(f"{k}={'true' if v else 'false'}" for k, v in self.feature_gates.items())
@@ -283,7 +283,7 @@ class RealNode:
             out.append(f"--- kubectl {' '.join(args)}\n{proc.stdout[-3000:]}{proc.stderr[-500:]}")
         # <podLogsDir>/<namespace>_<pod>_<uid>/<container>/<restart>.log
         for f in sorted((BASE / "pod-logs").glob(f"{namespace or '*'}_*/*/*.log"))[-8:]:
-            out.append(f"--- {f.relative_to(BASE)}\n{_tail(f, 25)}")
+            out.append(f"--- {f.relative_to(BASE)}\n{tail(f, 25)}")
         out.append(f"--- kubelet\n{self.log('kubelet', 40)}\n--- containerd\n{self.log('containerd', 20)}")
         return "\n".join(out)
 

@@ -7,8 +7,8 @@ gate on in the cluster and the chart's default values (no config.featureGates), 
 upstream-valid case is admitted (issue 19, point 6), and the chart's audit CronJob, run
 once, finds no violation in the upstream-valid objects stored (issue 28, point 4);
 uninstall leaves nothing of the release.
-The rest of the chart's life (certificate modes and rotation, upgrades, replica loss, releases
-that cannot become Ready) is in test_chart_node_rollout.py.
+The rest of the chart's life is in test_chart_node_install.py (certificate mode provided,
+releases that cannot become Ready) and test_chart_node_rollout.py (rotation, upgrades, replica loss).
 
 The webhook configurations may be created by the chart or registered by the serving
 Pods once they serve (then owned by the release's ClusterRole and removed by the
