@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 from webhook import engine, kinds, metrics
 from webhook.admission import review
@@ -30,10 +30,8 @@ ROUTES = {"/validate": ("validate", engine.validate), "/mutate": ("mutate", engi
 Route = tuple[str, Callable[..., Any]]
 
 
-class Answer(NamedTuple):
-    status: int
-    body: bytes
-    close: bool          # the connection closes after it
+#: (status, body, whether the connection closes after it): a plain tuple, built once per Pod of a burst.
+Answer = tuple[int, bytes, bool]
 
 
 class Later:
@@ -81,7 +79,7 @@ class Admission:
         except review.BadReview as exc:
             metrics.REJECTED_INPUT.labels("malformed").inc()
             log.info("refused: %s", exc.reason, extra={"endpoint": route[0], "status": exc.status})
-            return Answer(exc.status, _error(exc.reason), False)
+            return exc.status, _error(exc.reason), False
         judged = self._judged(route, parsed, started, may_wait=False)
         return judged if judged is not None else Later(self, route, parsed, started)
 
@@ -115,7 +113,7 @@ class Admission:
         level = logging.DEBUG if outcome in ("allowed", "patched") else logging.INFO
         if log.isEnabledFor(level):
             log.log(level, "%s %s", endpoint, outcome, extra=request_fields(parsed, endpoint, outcome, elapsed, verdict))
-        return Answer(200, review.encode(answer), False)
+        return 200, review.encode(answer), False
 
 
 def _record_enforced(verdict, req: engine.Request, parsed, endpoint: str) -> None:

@@ -196,7 +196,8 @@ class Connection(asyncio.Protocol):
             future = self.loop.run_in_executor(self.shared.pool, answer.run, self.still_open)
             future.add_done_callback(lambda f: self._answered(req, f))
             return
-        self._send(req, answer.status, [response.JSON], answer.body, answer.close)
+        status, payload, close = answer
+        self._send(req, status, [response.JSON], payload, close)
 
     def still_open(self) -> bool:
         """Read by a judgment in the lookup pool before it starts (admit.Later.run)."""
@@ -211,10 +212,8 @@ class Connection(asyncio.Protocol):
         except Exception:
             log.exception("admission failed")
             answer = None
-        if answer is None:
-            self._send(req, 500, [response.JSON], response.error(INTERNAL_ERROR), True)
-        else:
-            self._send(req, answer.status, [response.JSON], answer.body, answer.close)
+        status, payload, close = answer or (500, response.error(INTERNAL_ERROR), True)
+        self._send(req, status, [response.JSON], payload, close)
         self._next()
 
     def _wsgi(self, req: HttpRequest) -> None:
