@@ -9,6 +9,7 @@ Figures go to the terminal summary."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import threading
 import time
 
@@ -70,32 +71,35 @@ def test_provided_certificates_install_and_refuse_DIS_2(node, images, tmp_path):
 
 # ------------------------------------------------------------------ no fail-closed outage at install
 
-class Unchanged:
+class Watched:
+    """What `unchanged` saw: the webhook configurations, creates sent and refused."""
+
+    def __init__(self):
+        self.seen, self.refused, self.sent = set(), [], 0
+
+
+@contextlib.contextmanager
+def unchanged(node):
     """While a release installs: every ~0.3 s, the webhook configurations in the cluster and a
     dry-run create of a TrainJob that breaks DIS-2 (admitted while nothing judges it)."""
+    watched, stop = Watched(), threading.Event()
 
-    def __init__(self, node):
-        self.node, self.seen, self.refused, self.sent = node, set(), [], 0
-        self._stop = threading.Event()
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.seen |= all_hook_names(self.node)
-            proc = self.node.kubectl("create", "-f", "-", "--dry-run=server", check=False,
-                                     input=yaml.safe_dump(bad_trainjob(f"during-{self.sent}")))
-            self.sent += 1
+    def look():
+        while not stop.is_set():
+            watched.seen |= all_hook_names(node)
+            proc = node.kubectl("create", "-f", "-", "--dry-run=server", check=False,
+                                input=yaml.safe_dump(bad_trainjob(f"during-{watched.sent}")))
+            watched.sent += 1
             if proc.returncode != 0:
-                self.refused.append(proc.stderr.strip()[:300])
-            self._stop.wait(0.3)
-
-    def __enter__(self):
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self.thread.join(60)
+                watched.refused.append(proc.stderr.strip()[:300])
+            stop.wait(0.3)
+    thread = threading.Thread(target=look, daemon=True)
+    thread.start()
+    try:
+        yield watched
+    finally:
+        stop.set()
+        thread.join(60)
 
 
 def _never_pulled(p: dict) -> bool:
@@ -116,7 +120,7 @@ def test_a_release_that_cannot_become_ready_fails_install_and_leaves_admission_a
     else:
         values = chart_values(images, tmp_path, image={"tag": "no-such-tag"})
     try:
-        with Unchanged(node) as watch:
+        with unchanged(node) as watch:
             t0 = time.monotonic()
             proc = node.helm("install", release, CHART, "-n", NS, "-f", values, "--wait", "--timeout", "30s",
                              check=False, timeout=120)
