@@ -30,12 +30,14 @@ def server_settings(cfg: config_mod.Config, args: argparse.Namespace, environ=No
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import dataclasses
     try:
         cfg = config_mod.load(args.config or os.environ.get(server_settings_mod.ENV_PREFIX + "CONFIG"))
         settings = server_settings(cfg, args)
     except config_mod.ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
+    cfg = dataclasses.replace(cfg, server=settings)       # built once: what the master and every worker read
     _metrics_directory()
     # args.kubeconfig alone: $KUBECONFIG (a list, as kubectl reads it) is read by webhook.cluster.credentials
     cfg = _with_cluster_gates(cfg, settings, args.kubeconfig)
@@ -51,8 +53,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if registrar is None:
             return EXIT_USAGE
     from webhook.server.gunicorn_app import Launch, WebhookServer
-    import dataclasses
-    cfg = dataclasses.replace(cfg, server=settings)       # what the master and every worker read
     WebhookServer(Launch(cfg, certificates, kubeconfig=args.kubeconfig,
                          registrar=registrar)).run()
     return EXIT_OK
