@@ -61,6 +61,24 @@ class VapSettings:
 
 
 @dataclass(frozen=True)
+class BridgeSettings:
+    """Jobs written for Coscheduling or Volcano, gang-scheduled by kube-scheduler
+    (webhook.bridge): each dialect is opt-in; `schedulerNames` are handed to the default scheduler."""
+    coscheduling: bool = False
+    volcano: bool = False
+    schedulerNames: tuple[str, ...] = ()
+    leaseName: str = "workload-webhook-bridge"
+    leaseNamespace: str = ""                   # empty: the serving Pod's namespace, else default
+    leaseDurationSeconds: int = 15
+    resyncSeconds: int = 300
+
+    @property
+    def dialects(self) -> tuple[str, ...]:
+        """The dialects switched on, by name."""
+        return tuple(n for n, on in (("coscheduling", self.coscheduling), ("volcano", self.volcano)) if on)
+
+
+@dataclass(frozen=True)
 class Config:
     featureGates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES))
     forbidAllWithBasic: bool = True
@@ -78,6 +96,7 @@ class Config:
     certificates: CertificateSettings = field(default_factory=CertificateSettings)
     enforcement: Enforcement = field(default_factory=Enforcement)
     vap: "VapSettings" = field(default_factory=lambda: VapSettings())
+    bridge: BridgeSettings = field(default_factory=BridgeSettings)
 
     def gate(self, name: str) -> bool:
         return self.featureGates.get(name, False)
@@ -140,6 +159,10 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
     for i, key in enumerate(limits.get("allowedTopologyKeys") or []):
         if problem := formats.qualified_name(key):
             errors.append(invalid(Path("limits", "allowedTopologyKeys", i), key, problem))
+    lease = (data.get("bridge") or {}).get("lease") or {}
+    for key, check in (("name", formats.dns_subdomain), ("namespace", formats.dns_label)):
+        if lease.get(key) and (problem := check(lease[key])):
+            errors.append(invalid(Path("bridge", "lease", key), lease[key], problem))
     cert = data.get("certificates") or {}
     defaults = CertificateSettings()
     grace = cert.get("graceSeconds", defaults.graceSeconds)
@@ -174,7 +197,19 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
         certificates=CertificateSettings(**{**cert, "dnsNames": tuple(cert.get("dnsNames") or ())}),
         enforcement=enforcement,
         vap=VapSettings(**(data.get("vap") or {})),
+        bridge=_bridge(data.get("bridge") or {}),
     )
+
+
+def _bridge(raw: dict) -> BridgeSettings:
+    lease = raw.get("lease") or {}
+    defaults = BridgeSettings()
+    return BridgeSettings(coscheduling=raw.get("coscheduling", False), volcano=raw.get("volcano", False),
+                          schedulerNames=tuple(raw.get("schedulerNames") or ()),
+                          leaseName=lease.get("name", defaults.leaseName),
+                          leaseNamespace=lease.get("namespace", defaults.leaseNamespace),
+                          leaseDurationSeconds=lease.get("durationSeconds", defaults.leaseDurationSeconds),
+                          resyncSeconds=raw.get("resyncSeconds", defaults.resyncSeconds))
 
 
 def load(path: str | os.PathLike | None, profiles: list | tuple = ()) -> Config:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from webhook import enforcement, kinds
+from webhook.bridge import admission as bridge_admission, dialects as bridge_dialects
 from webhook.cluster.view import ClusterUnavailable, ClusterView, DisabledView
 from webhook.config import Config
 from webhook.field import FieldError, Path, invalid
@@ -116,6 +117,8 @@ def _validate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
     if req.operation in NOT_JUDGED:
         return Verdict(checked=False)
     obj, old = req.object, req.old
+    if foreign := bridge_dialects.for_kind(cfg.bridge, req.group, req.version, req.kind):     # BRG-1
+        return bridge_admission.validate_foreign(obj, foreign, req.operation)
     target = cfg.target_for(req.group, req.version, req.kind)
     is_core = kinds.scheduling_kind(req.group, req.version, req.kind) is not None
     is_pod = kinds.is_pod(req.group, req.version, req.kind)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from webhook import kinds
+from webhook.bridge.admission import foreign_rules, pod_match_terms
 from webhook.config import Config
 from webhook.targets import UnknownResource, offline_resources
 from webhook.vap.pod_membership import policy_objects
@@ -47,9 +48,9 @@ class Endpoint:
 
 def pod_match_condition(cfg: Config) -> dict:
     label = cfg.groupLabel.replace("\\", "\\\\").replace("'", "\\'")
-    return {"name": "names-a-pod-group",
-            "expression": f"(has(object.metadata.labels) && '{label}' in object.metadata.labels) || "
-                          "has(object.spec.schedulingGroup)"}
+    terms = [f"(has(object.metadata.labels) && '{label}' in object.metadata.labels)", "has(object.spec.schedulingGroup)",
+             *pod_match_terms(cfg.bridge)]
+    return {"name": "names-a-pod-group", "expression": " || ".join(terms)}
 
 
 def _common(name: str, endpoint: Endpoint, path: str, rules: list, failure: str, exclude: list[str],
@@ -100,6 +101,9 @@ def configurations(cfg: Config, endpoint: Endpoint, name: str = "workload-webhoo
     if validated:
         validating.append(_common(f"targets.validate.{SUFFIX}", endpoint, "/validate", validated, failure_policy,
                                   exclude, timeout))
+    if foreign_rules(cfg.bridge):     # warnings only (BRG-1): a job's controller never waits on this webhook
+        validating.append(_common(f"bridge.validate.{SUFFIX}", endpoint, "/validate", foreign_rules(cfg.bridge),
+                                  "Ignore", exclude, timeout))
     # Only targets /mutate can change (DEF-1): a profile that defaults nothing is never refused by it.
     mutated = target_rules(cfg, ["CREATE"], frozenset(t.key for t in cfg.targets if not t.mutates), resources)
     if mutated:

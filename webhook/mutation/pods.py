@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from webhook import formats
 from webhook.blocks import claims
+from webhook.bridge import pods as bridge
 from webhook.cluster.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
 from webhook.field import FieldError, Path, by_rule, forbidden, invalid
@@ -37,10 +38,13 @@ def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) 
     if shape:
         return Verdict(errors=shape)
     name, errors = membership(pod, cfg)
+    handoff = bridge.handoff(pod, cfg.bridge)                                                   # BRG-4
     if errors or name is None:
-        return Verdict(errors=errors)
-    join = plan_join(pod, name, namespace or (pod.get("metadata") or {}).get("namespace") or "default", cfg, view)
-    return Verdict(errors=list(join.errors), warnings=list(join.warnings), patch=patch(pod, join) or None)
+        return Verdict(errors=errors, patch=handoff or None)
+    namespace = namespace or (pod.get("metadata") or {}).get("namespace") or "default"
+    join = bridge.plan_join(pod, name, namespace, cfg, view, plan_join) if cfg.bridge.dialects \
+        else plan_join(pod, name, namespace, cfg, view)
+    return Verdict(errors=list(join.errors), warnings=list(join.warnings), patch=(patch(pod, join) + handoff) or None)
 
 
 def plan_join(pod: dict, name: str, namespace: str, cfg: Config, view: ClusterView) -> Join:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook import formats
+from webhook.bridge import pods as bridge_pods
 from webhook.config import Config
 from webhook.field import FieldError, Path, by_rule, invalid
 from webhook.schemas import structural_errors
@@ -31,7 +32,12 @@ def membership(pod: dict, cfg: Config) -> tuple[str | None, list[FieldError]]:
     if field_name and label is not None and field_name != label:
         errors += by_rule([invalid(GROUP_NAME, field_name, f"must equal the {cfg.groupLabel} label ({label!r}); "
                                                            "the Pod would join two groups")], "POD-3")
-    return (field_name or label or None), errors
+    name = field_name or label or None
+    if cfg.bridge.dialects:         # a Coscheduling label or a Volcano annotation names the group too (BRG-3)
+        named_by = str(GROUP_NAME) if field_name else str(label_path)
+        name, more = bridge_pods.membership(pod, cfg.bridge, name, named_by)
+        errors += more
+    return name, errors
 
 
 def shape_errors(pod: Any, cfg: Config) -> list[FieldError]:

@@ -94,6 +94,16 @@ class WebhookServer(BaseApplication):
             self.snapshot = listed_once(s.cluster, self.launch.kubeconfig)
         if self.launch.certificates.sync is not None or self.launch.registrar is not None:
             self._start_master_loops()
+        if self.launch.config.bridge.dialects and s.cluster != "disabled":
+            self._start_bridge()
+
+    def _start_bridge(self) -> None:
+        """The bridge's reconcile loop (webhook/bridge/loop.py): every replica is a candidate
+        for its Lease, and only the holder writes; a stopping master gives the Lease up."""
+        from webhook.bridge.loop import start
+        release = start(self.launch.config.server.cluster, self.launch.kubeconfig, self.launch.config.bridge)
+        if release is not None:
+            self.cfg.set("on_exit", lambda server: release())
 
     def workers_forked(self) -> None:
         """In the master, once the first workers are forked: they hold the snapshot now,

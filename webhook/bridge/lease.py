@@ -1,0 +1,118 @@
+"""One writer across the serving replicas: a coordination.k8s.io/v1 Lease, held the
+way client-go's leader election holds one (a holder renews it; another takes it only
+after it has seen the same record unchanged for a whole leaseDurationSeconds, measured
+on its own clock, so clocks need not agree).
+
+The kubernetes client's own leaderelection package builds its lock on the default
+client configuration, has no request timeouts and exits the process on bad settings;
+this one is ~100 lines on the ApiClient the bridge already has. `decide` is pure."""
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from dataclasses import dataclass
+
+log = logging.getLogger("workload_webhook.bridge")
+TIMEOUT = (5, 10)
+#: what try_hold() does about the Lease it read
+CREATE, RENEW, TAKE, WAIT = "create", "renew", "take", "wait"
+
+
+def now_micro() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def decide(spec: dict | None, identity: str, unchanged_for: float, duration: float) -> str:
+    """`spec`: the Lease's spec (None: no Lease); `unchanged_for`: seconds this candidate has
+    seen the same holder and renewTime."""
+    if spec is None:
+        return CREATE
+    holder = spec.get("holderIdentity")
+    if holder == identity:
+        return RENEW
+    if not holder or unchanged_for >= float(spec.get("leaseDurationSeconds") or duration):
+        return TAKE
+    return WAIT
+
+
+@dataclass
+class _Seen:
+    record: tuple
+    since: float
+
+
+class Lease:
+    def __init__(self, api_client, namespace: str, name: str, identity: str, duration: int = 15,
+                 clock=time.monotonic):
+        self.api, self.namespace, self.name, self.identity = api_client, namespace, name, identity
+        self.duration, self.clock = duration, clock
+        self._seen: _Seen | None = None
+        self.held_since: float | None = None
+
+    def _coordination(self):
+        from kubernetes import client
+        return client.CoordinationV1Api(self.api)
+
+    def try_hold(self) -> bool:
+        """One attempt to acquire or renew; True while this candidate holds the Lease.
+        Any API error counts as not holding (the caller stops writing)."""
+        from kubernetes.client.rest import ApiException
+        api = self._coordination()
+        try:
+            try:
+                lease = self.api.sanitize_for_serialization(
+                    api.read_namespaced_lease(self.name, self.namespace, _request_timeout=TIMEOUT))
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                lease = None
+            spec = (lease or {}).get("spec") or {} if lease is not None else None
+            record = (spec.get("holderIdentity"), spec.get("renewTime")) if spec is not None else None
+            now = self.clock()
+            if self._seen is None or self._seen.record != record:
+                self._seen = _Seen(record, now)
+            action = decide(spec, self.identity, now - self._seen.since, self.duration)
+            if action == WAIT:
+                self.held_since = None
+                return False
+            stamp = now_micro()
+            mine = {"holderIdentity": self.identity, "leaseDurationSeconds": self.duration, "renewTime": stamp}
+            if action == CREATE:
+                api.create_namespaced_lease(self.namespace, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                                             "metadata": {"name": self.name},
+                                                             "spec": {**mine, "acquireTime": stamp}},
+                                            _request_timeout=TIMEOUT)
+            else:
+                taken = action == TAKE
+                body = {**lease, "spec": {**spec, **mine, **({"acquireTime": stamp} if taken else {}),
+                                          "leaseTransitions": int(spec.get("leaseTransitions") or 0) + int(taken)}}
+                api.replace_namespaced_lease(self.name, self.namespace, body, _request_timeout=TIMEOUT)
+            if self.held_since is None:
+                log.info("bridge: this replica (%s) holds Lease %s/%s", self.identity, self.namespace, self.name)
+                self.held_since = now
+            self._seen = _Seen((self.identity, stamp), now)
+            return True
+        except ApiException as exc:
+            if exc.status != 409:         # 409: another replica wrote first; try again next period
+                log.warning("bridge: Lease %s/%s: %s %s", self.namespace, self.name, exc.status, exc.reason)
+        except Exception as exc:          # unreachable, timed out
+            log.warning("bridge: Lease %s/%s: %s", self.namespace, self.name, type(exc).__name__)
+        self.held_since = None
+        return False
+
+    def release(self) -> None:
+        """Give the Lease up (a stopping replica), so another takes it at once."""
+        from kubernetes.client.rest import ApiException
+        if self.held_since is None:
+            return
+        api = self._coordination()
+        try:
+            lease = self.api.sanitize_for_serialization(
+                api.read_namespaced_lease(self.name, self.namespace, _request_timeout=TIMEOUT))
+            if ((lease.get("spec") or {}).get("holderIdentity")) == self.identity:
+                lease["spec"] = {**lease["spec"], "holderIdentity": None, "leaseDurationSeconds": 1}
+                api.replace_namespaced_lease(self.name, self.namespace, lease, _request_timeout=TIMEOUT)
+        except (ApiException, Exception):
+            pass
+        self.held_since = None

@@ -1,0 +1,111 @@
+"""The Pod side of the bridge: a Coscheduling label or a Volcano annotation names the
+group a Pod joins (BRG-3), the join waits for the group's mirror or says why it is
+missing (BRG-2), a bridged Pod is marked for the reconciler, and a Pod that names an
+old scheduler is handed to the default one (BRG-4).
+
+The join itself is the in-tree one (webhook.mutation.pods.plan_join): a bridged Pod
+gets `spec.schedulingGroup`, the group label and the group's claims exactly as a
+labelled Pod does."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from webhook import formats
+from webhook.bridge.dialects import BRIDGE_LABEL, DEFAULT_SCHEDULER, Dialect, enabled
+from webhook.cluster.view import ClusterUnavailable
+from webhook.field import FieldError, Path, by_rule, invalid
+
+GROUP_NAME = "spec.schedulingGroup.podGroupName"
+POLL_SECONDS = 0.25
+
+
+def _map(pod: Any, key: str) -> dict:
+    meta = pod.get("metadata") if isinstance(pod, dict) else None
+    found = meta.get(key) if isinstance(meta, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def foreign_names(pod: Any, bridge) -> list[tuple[Dialect, str]]:
+    """(dialect, group name) for each dialect that is on and whose key the Pod carries with a
+    value. An empty value names no group, for both schedulers."""
+    out = []
+    for d in enabled(bridge):
+        value = _map(pod, d.pod_key_in).get(d.pod_key)
+        if isinstance(value, str) and value:
+            out.append((d, value))
+    return out
+
+
+def membership(pod: Any, bridge, name: str | None, named_by: str) -> tuple[str | None, list[FieldError]]:
+    """The group once the foreign keys are read too (BRG-3): `name` is what the Pod's own
+    in-tree label or spec.schedulingGroup named (`named_by` says which), if anything."""
+    errors: list[FieldError] = []
+    for d, value in foreign_names(pod, bridge):
+        path = Path("metadata", d.pod_key_in).key(d.pod_key)
+        if problem := formats.dns_subdomain(value):
+            errors += by_rule([invalid(path, value, f"must name a {d.title} PodGroup: {problem}")], "BRG-3")
+        elif name is None:
+            name, named_by = value, str(path)
+        elif value != name:
+            errors += by_rule([invalid(path, value, f"names {d.title} PodGroup {value!r}, but {named_by} names "
+                                                    f"{name!r}; the Pod would join two groups")], "BRG-3")
+    return name, errors
+
+
+def dialect_of(pod: Any, bridge, name: str) -> Dialect | None:
+    """The dialect whose key named `name`, if one did."""
+    return next((d for d, value in foreign_names(pod, bridge) if value == name), None)
+
+
+def await_mirror(view, namespace: str, name: str, timeout: float,
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> bool:
+    """Whether the mirror appeared within `timeout` (a live cluster only; ClusterUnavailable
+    ends the wait). In the server's event loop the first miss raises NeedsNetwork, and the
+    wait runs in the lookup pool (webhook/cluster/view.py)."""
+    if not getattr(view, "authoritative", False):
+        return False
+    deadline = clock() + timeout
+    while True:
+        try:
+            if view.podgroup(namespace, name) is not None:
+                return True
+        except ClusterUnavailable:
+            return False
+        if clock() + POLL_SECONDS > deadline:
+            return False
+        sleep(POLL_SECONDS)
+
+
+def plan_join(pod: dict, name: str, namespace: str, cfg, view, join_fn):
+    """The in-tree join (`join_fn`, webhook.mutation.pods.plan_join) of a Pod whose group a
+    foreign key named, with the mirror awaited (pods.onMissingPodGroup: deny), the missing
+    mirror said as such (BRG-2), and the bridge's label added."""
+    d = dialect_of(pod, cfg.bridge, name)
+    if d is None:
+        return join_fn(pod, name, namespace, cfg, view)
+    if cfg.onMissingPodGroup == "deny":
+        await_mirror(view, namespace, name, cfg.server.lookupTimeoutSeconds)
+    join = join_fn(pod, name, namespace, cfg, view)
+    why = (f"the bridge has not mirrored {d.title} PodGroup {name!r} in namespace {namespace!r} "
+           f"(bridge.{d.name} on in the serving config? the {d.title} PodGroup created?)")
+    errors = tuple(by_rule([invalid(Path("spec", "schedulingGroup", "podGroupName"), name,
+                                    f"PodGroup {name!r} does not exist yet: {why}")], "BRG-2")[0]
+                   if e.rule == "POD-5" and "does not exist" in e.detail else e for e in join.errors)
+    warnings = tuple(f"{GROUP_NAME}: no mirror of {d.title} PodGroup {name!r} yet; the Pod waits for it (BRG-2)"
+                     if w.startswith(f"{GROUP_NAME}: PodGroup {name!r} not found yet")
+                     else w for w in join.warnings)
+    labels = join.labels
+    if BRIDGE_LABEL not in _map(pod, "labels") and all(k != BRIDGE_LABEL for k, _ in labels):
+        labels = (*labels, (BRIDGE_LABEL, d.name))
+    return join._replace(errors=errors, warnings=warnings, labels=labels)
+
+
+def handoff(pod: Any, bridge) -> list[dict]:
+    """BRG-4: a Pod naming one of bridge.schedulerNames is given to the default scheduler
+    (the one JSON Patch `replace` the service ever makes to a Pod; opt-in)."""
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    current = spec.get("schedulerName") if isinstance(spec, dict) else None
+    if isinstance(current, str) and current in bridge.schedulerNames and current != DEFAULT_SCHEDULER:
+        return [{"op": "replace", "path": "/spec/schedulerName", "value": DEFAULT_SCHEDULER}]
+    return []
