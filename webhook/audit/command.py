@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
+from webhook.audit import bridge as bridge_audit
 from webhook.audit import lister as lister_mod
 from webhook.audit import reports
 from webhook.audit.gates import audit_gates
@@ -34,7 +35,9 @@ def run(args, cfg) -> int:
             for res in lister_mod.resources(cfg, served_as):
                 yield from lister.objects(res)
         outcome = judge_all(every_object(), cfg, view, args.max_results)
-        outcome.skipped = lister.skipped
+        foreign, mirrors, not_served = bridge_audit.read(api, args.page_size)     # jobs that need the bridge
+        bridged = (bridge_audit.dependents(foreign, mirrors, cfg.bridge), bool(foreign))
+        outcome.skipped = lister.skipped + (not_served if cfg.bridge.dialects else [])
         written = reports.write(api, outcome, args.report_format) if args.report else []
     except failure.errors() as exc:      # no kubeconfig, unreachable, TLS, 401, 403: one line, never a traceback
         print(f"error: the cluster could not be audited: {failure.line(failure.server_of(api), exc)}",
@@ -44,12 +47,12 @@ def run(args, cfg) -> int:
         if api is not None:
             api.close()
     print(gates_used, file=sys.stderr)      # which gates judged (after a cluster error: only that error)
-    _print(outcome, written, args.output)
+    _print(outcome, written, args.output, bridged)
     worst = outcome.worst()
     return EXIT_VIOLATION if fails(worst, args.fail_on) else EXIT_OK
 
 
-def _print(outcome, written: list[str], output: str) -> None:
+def _print(outcome, written: list[str], output: str, bridged: tuple = ([], False)) -> None:
     rows = sorted(outcome.by_rule.items(), key=lambda kv: (RANK[kv[0][1]], kv[0][0]))
     if output == "json":
         json.dump({"objects": outcome.objects,
@@ -58,7 +61,8 @@ def _print(outcome, written: list[str], output: str) -> None:
                    "violations": [{"kind": j.kind, "namespace": j.namespace or None, "name": j.name, "action": j.action,
                                    "errors": [vars(v) for v in j.violations]}
                                   for ns in sorted(outcome.found) for j in outcome.found[ns]],
-                   "notReported": sum(outcome.dropped.values()), "skipped": outcome.skipped, "reports": written},
+                   "notReported": sum(outcome.dropped.values()), "skipped": outcome.skipped, "reports": written,
+                   "bridge": bridge_audit.as_json(*bridged)},
                   sys.stdout, indent=2)
         sys.stdout.write("\n")
         return
@@ -73,6 +77,6 @@ def _print(outcome, written: list[str], output: str) -> None:
                 print(f"{j.kind} {ident}: {v.action}: {v.field}: {v.message}{tag}")
     if sum(outcome.dropped.values()):
         print(f"{sum(outcome.dropped.values())} more violations counted but not listed (--max-results)")
-    for line in outcome.skipped + written:
+    for line in outcome.skipped + written + bridge_audit.lines(*bridged):
         print(line)
     print(f"{outcome.objects} object(s) audited, {outcome.violating} with violations", file=sys.stderr)

@@ -15,6 +15,7 @@ EPILOG = """examples:
   workload-webhook explain job/train -n ml
   workload-webhook explain podgroup train -n ml -o json
   workload-webhook explain trainjob/llama -n ml --config config.yaml
+  workload-webhook explain podgroups.scheduling.x-k8s.io/train -n ml
 """
 
 
@@ -23,7 +24,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "explain", help="why a gang waits: the tree from a Job, target object, Workload or PodGroup to its Pods and "
                         "claims in a live cluster", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("object", metavar="KIND/NAME", help="job/NAME, workload/NAME, podgroup/NAME, "
-                                                       "compositepodgroup/NAME or a configured target KIND/NAME")
+                                                       "compositepodgroup/NAME, a configured target KIND/NAME, or a "
+                                                       "Coscheduling or Volcano PodGroup: "
+                                                       "podgroups.scheduling.x-k8s.io/NAME, "
+                                                       "podgroups.scheduling.volcano.sh/NAME")
     e.add_argument("name", nargs="?", help="NAME, when KIND is given alone (kubectl style)")
     e.add_argument("-n", "--namespace", help="default: the kubeconfig context's namespace (in a Pod: its own), "
                                                "else default")

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from webhook.explain import foreign
+
 TIMEOUT = (5, 30)
 PAGE = 500
 MAX_ITEMS = 5000          # per list: a namespace with more Pods is cut, and said so
@@ -46,6 +48,8 @@ POD = Kind("Pod", "", ("v1",), "pods")
 CLAIM = Kind("ResourceClaim", "resource.k8s.io", ("v1",), "resourceclaims")
 EVENT = Kind("Event", "", ("v1",), "events")
 BUILTIN = {"Job": JOB, "Workload": WORKLOAD, "PodGroup": PODGROUP, "CompositePodGroup": COMPOSITE}
+#: Coscheduling and Volcano PodGroups, owners of their mirrors (webhook/explain/foreign.py).
+FOREIGN = {name: Kind(d.kind, d.group, (d.version,), d.plural) for name, d in foreign.NAMES.items()}
 
 
 def target_kinds(cfg, served_as: dict[str, str] | None = None) -> list[Kind]:
@@ -178,12 +182,13 @@ def read(api, kind: str, name: str, namespace: str, targets: list[Kind] = ()) ->
     """(objects for webhook.explain.tree.build, problems). Raises ReadError when the
     asked object does not exist, ClusterError when the API server cannot be asked."""
     reader = Reader(api)
-    known = {**BUILTIN, **{t.kind: t for t in targets}}
+    known = {**BUILTIN, **{t.kind: t for t in targets}, **FOREIGN}
     lowered = {k.lower(): v for k, v in known.items()}
     asked_kind = known.get(kind) or lowered.get(kind.lower())
     if asked_kind is None:
-        raise ReadError(f"unknown kind {kind!r}: one of job, workload, podgroup, compositepodgroup, or a configured "
-                        "target (--config/--profile)")
+        raise ReadError(f"unknown kind {kind!r}: one of job, workload, podgroup, compositepodgroup, "
+                        "podgroups.scheduling.x-k8s.io, podgroups.scheduling.volcano.sh, or a configured target "
+                        "(--config/--profile)")
     asked = reader.get(asked_kind, namespace, name, asked=True)
     if asked is None:
         why = "; ".join(reader.problems) or "not found"
@@ -203,7 +208,7 @@ def read(api, kind: str, name: str, namespace: str, targets: list[Kind] = ()) ->
             found = reader.get(k, namespace, owner_name)
             if found is not None:
                 owners[(owner_kind, owner_name)] = found
-    objects["owners"] = list(owners.values())
+    objects["owners"] = [foreign.qualify(o) for o in owners.values()]
     return objects, reader.problems
 
 

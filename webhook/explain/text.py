@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from webhook.explain import foreign
+
 GREEN, RED, YELLOW, BOLD, DIM, RESET = "\033[32m", "\033[31m", "\033[33m", "\033[1m", "\033[2m", "\033[0m"
 MAX_NAMES = 6
 
@@ -53,6 +55,8 @@ def title(node: dict, p: Paint) -> str:
         claims = [c.get("name") for c in sched.get("resourceClaims") or [] if isinstance(c, dict)]
         if claims:
             parts.append(f"claims {', '.join(claims)}")
+    elif node.get("bridge"):
+        parts += foreign.title_parts(node)
     elif kind in ("PodGroup", "CompositePodGroup"):
         parts.append(_policy(node))
         if node.get("disruptionMode"):
@@ -142,6 +146,8 @@ def details(node: dict, p: Paint) -> Iterator[str]:
         yield from _claim_lines(node, p)
         for a in node.get("addedAtAdmission") or []:
             yield f"added at admission (not in the owner's pod template): {a['field']} on {len(a['pods'])} Pods"
+    for colour, line in foreign.lines(node):
+        yield p({"ok": GREEN, "bad": RED, "advice": YELLOW}.get(colour, ""), line)
     if kind == "CompositePodGroup":
         c = node.get("childGroups") or {}
         yield f"child groups: {c.get('total', 0)}, {c.get('scheduled', 0)} scheduled"

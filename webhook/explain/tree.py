@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.explain import groups, provenance
+from webhook.explain import foreign, groups, provenance
 from webhook.explain.groups import _meta, _spec
 
 DEFAULT_GROUP_LABEL = "scheduling.k8s.io/pod-group"
 KINDS = {"job": "Job", "jobs": "Job", "workload": "Workload", "workloads": "Workload", "podgroup": "PodGroup",
          "podgroups": "PodGroup", "pg": "PodGroup", "compositepodgroup": "CompositePodGroup",
-         "compositepodgroups": "CompositePodGroup", "cpg": "CompositePodGroup"}
+         "compositepodgroups": "CompositePodGroup", "cpg": "CompositePodGroup", **foreign.TREE_KINDS}
 
 
 class NotFound(LookupError):
@@ -123,6 +123,7 @@ def _owner_node(ix: _Index, obj: dict, asked, label: str) -> dict:
                      "status": {k: status.get(k, 0) for k in ("active", "ready", "succeeded", "failed")},
                      "templateClaims": [c.get("name") for c in ((spec.get("template") or {}).get("spec") or {})
                                         .get("resourceClaims") or [] if isinstance(c, dict)]})
+    node.update(foreign.node_fields(obj, ix.pods, ix.podgroups))          # a Coscheduling or Volcano PodGroup
     name, kind, group = _meta(obj).get("name"), obj.get("kind"), _group_of(obj.get("apiVersion"))
     for wl in ix.workloads:
         ref = _spec(wl).get("controllerRef") if isinstance(_spec(wl).get("controllerRef"), dict) else {}
