@@ -67,7 +67,9 @@ def rendered(cluster, tmp_path, *extra) -> list[dict]:
     profiles = ["jobset", "leaderworkerset", {"name": "job-template", "group": "example.com", "kind": "CronTrainJob",
                                               "versions": ["v1"], "jobSpec": "spec.jobTemplate.spec"}]
     vals = values_file(tmp_path, config={"targets": [TRAINJOB_TARGET], "featureGates": ALL_GATES, "profiles": profiles,
-                                         "enforcement": {"rules": {"POD-3": "warn", "DIS-2": "audit"}}})
+                                         "enforcement": {"rules": {"POD-3": "warn", "DIS-2": "audit"}},
+                                         "bridge": {"coscheduling": True, "volcano": True,
+                                                    "schedulerNames": ["volcano", "scheduler-plugins-scheduler"]}})
     out = helm(cluster, "template", RELEASE, CHART, "-n", NS, "-f", vals, *extra).stdout
     return [d for d in yaml.safe_load_all(out) if d]
 

@@ -71,16 +71,25 @@ def test_BRG_3_a_value_that_cannot_name_a_podgroup_is_denied():
     assert [(str(e.field), e.rule) for e in v.errors] == [(f"metadata.labels[{COSCHED}]", "BRG-3")]
 
 
-@pytest.mark.parametrize("p,named_by", [
-    (pod({COSCHED: "train", LABEL: "other"}), f"metadata.labels[{LABEL}]"),
-    (pod({COSCHED: "train"}, schedulingGroup={"podGroupName": "other"}), "spec.schedulingGroup.podGroupName"),
-    (dict(volcano_pod("other"), metadata={**volcano_pod("other")["metadata"], "labels": {COSCHED: "train"}}),
-     f"metadata.labels[{COSCHED}]"),
-])
-def test_BRG_3_a_foreign_key_naming_another_group_than_the_pod_does_is_denied(p, named_by):
+def test_BRG_3_two_foreign_keys_naming_two_groups_are_denied():
+    p = dict(volcano_pod("other"), metadata={**volcano_pod("other")["metadata"], "labels": {COSCHED: "train"}})
     v = run(p)
-    assert not v.allowed and v.errors[0].rule == "BRG-3"
-    assert f"but {named_by} names" in v.errors[0].detail and "two groups" in v.errors[0].detail
+    assert not v.allowed and [e.rule for e in v.errors] == ["BRG-3"]
+    assert f"but metadata.labels[{COSCHED}] names 'train'" in v.errors[0].detail and "two groups" in v.errors[0].detail
+
+
+@pytest.mark.parametrize("p,group", [
+    (pod({COSCHED: "train", LABEL: "other"}), "other"),
+    (pod({COSCHED: "Not_A_Name", LABEL: "other"}), "other"),
+    # a batch/v1 Job with WorkloadWithJob: the Job controller puts its Pods in its own PodGroup
+    (pod({COSCHED: "train"}, schedulingGroup={"podGroupName": "job-pg"}), "job-pg"),
+])
+def test_BRG_3_the_in_tree_name_wins_and_the_foreign_key_is_ignored_with_a_warning(p, group):
+    v, out = joined(p, view=StaticView([podgroup(group)], True))
+    assert out["spec"]["schedulingGroup"] == {"podGroupName": group}
+    assert BRIDGE_LABEL not in out["metadata"]["labels"]
+    assert v.warnings == [f"metadata.labels[{COSCHED}]: {p['metadata']['labels'][COSCHED]!r} ignored: the Pod "
+                          f"joins PodGroup {group!r} (BRG-3)"]
 
 
 def test_BRG_3_a_foreign_key_agreeing_with_the_label_is_joined_and_marked():
@@ -89,9 +98,13 @@ def test_BRG_3_a_foreign_key_agreeing_with_the_label_is_joined_and_marked():
 
 
 def test_BRG_3_the_validating_side_agrees():
-    verdict = engine.validate(engine.Request("CREATE", "", "v1", "Pod", pod({COSCHED: "a", LABEL: "b"}), None, "ml"),
-                              config(bridge=BOTH))
+    bad = volcano_pod("a")
+    bad["metadata"]["labels"] = {COSCHED: "b"}
+    verdict = engine.validate(engine.Request("CREATE", "", "v1", "Pod", bad, None, "ml"), config(bridge=BOTH))
     assert [e.rule for e in verdict.errors] == ["BRG-3"]
+    fine = engine.validate(engine.Request("CREATE", "", "v1", "Pod", pod({COSCHED: "a", LABEL: "b"}), None, "ml"),
+                           config(bridge=BOTH))
+    assert fine.allowed
 
 
 def test_BRG_2_a_pod_before_its_mirror_joins_by_name_and_is_told_it_waits():

@@ -1,4 +1,5 @@
-"""The bridge's reconcile loop, in the gunicorn master of every serving Pod; only the
+"""The bridge's reconcile loop, in a process of its own beside every serving Pod's gunicorn
+master (webhook/bridge/process.py); only the
 replica holding the Lease writes (webhook.bridge.lease).
 
 While it leads it watches the foreign PodGroups of each dialect that is on, the
@@ -347,19 +348,3 @@ class Bridge:
             stop.wait(max(1.0, self.settings.leaseDurationSeconds / 3))
         self.lease.release()
 
-
-def start(cluster: str, kubeconfig: str | None, settings):
-    """The loop in a daemon thread of this process (the gunicorn master); returns what stops
-    it and gives the Lease up, or None when there is no cluster to reconcile."""
-    from webhook.cluster.cache import api_client
-    api = api_client(cluster, kubeconfig)
-    if api is None:
-        log.warning("bridge: on, but there is no cluster to reconcile")
-        return None
-    bridge, stop = Bridge(api, settings), threading.Event()
-    threading.Thread(target=bridge.run, args=(stop,), name="bridge", daemon=True).start()
-
-    def release() -> None:
-        stop.set()
-        bridge.lease.release()
-    return release

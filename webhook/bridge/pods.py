@@ -39,7 +39,13 @@ def foreign_names(pod: Any, bridge) -> list[tuple[Dialect, str]]:
 
 def membership(pod: Any, bridge, name: str | None, named_by: str) -> tuple[str | None, list[FieldError]]:
     """The group once the foreign keys are read too (BRG-3): `name` is what the Pod's own
-    in-tree label or spec.schedulingGroup named (`named_by` says which), if anything."""
+    in-tree label or spec.schedulingGroup named (`named_by` says which), if anything.
+    The in-tree name wins: a controller that speaks the in-tree API (a batch/v1 Job with
+    WorkloadWithJob puts its Pods in its own PodGroup) is obeyed, and a foreign key that
+    disagrees is ignored (`ignored` says so at mutation). Two foreign keys naming two
+    groups, or one that cannot name a PodGroup, with no in-tree name: denied."""
+    if name is not None:
+        return name, []
     errors: list[FieldError] = []
     for d, value in foreign_names(pod, bridge):
         path = Path("metadata", d.pod_key_in).key(d.pod_key)
@@ -51,6 +57,12 @@ def membership(pod: Any, bridge, name: str | None, named_by: str) -> tuple[str |
             errors += by_rule([invalid(path, value, f"names {d.title} PodGroup {value!r}, but {named_by} names "
                                                     f"{name!r}; the Pod would join two groups")], "BRG-3")
     return name, errors
+
+
+def ignored(pod: Any, bridge, name: str) -> list[str]:
+    """Warnings for the foreign keys that name another group than the one the Pod joins."""
+    return [f"{d.key_path()}: {value!r} ignored: the Pod joins PodGroup {name!r} (BRG-3)"
+            for d, value in foreign_names(pod, bridge) if value != name]
 
 
 def dialect_of(pod: Any, bridge, name: str) -> Dialect | None:
@@ -83,7 +95,8 @@ def plan_join(pod: dict, name: str, namespace: str, cfg, view, join_fn):
     mirror said as such (BRG-2), and the bridge's label added."""
     d = dialect_of(pod, cfg.bridge, name)
     if d is None:
-        return join_fn(pod, name, namespace, cfg, view)
+        join = join_fn(pod, name, namespace, cfg, view)
+        return join._replace(warnings=(*join.warnings, *ignored(pod, cfg.bridge, name)))
     if cfg.onMissingPodGroup == "deny":
         await_mirror(view, namespace, name, cfg.server.lookupTimeoutSeconds)
     join = join_fn(pod, name, namespace, cfg, view)

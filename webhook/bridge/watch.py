@@ -100,11 +100,15 @@ class Watcher(threading.Thread):
         items, token, version = [], None, None
         while True:
             resp = self._call({"limit": PAGE, "continue": token, "labelSelector": self.selector}, LIST_TIMEOUT)
-            page = json.loads(resp.read() or b"{}")
+            body = resp.read() or b"{}"
             if resp.status == 404:                # the CRD is not installed (yet): nothing of it exists
                 self.store.replace([], None)
                 raise NotServed(f"{self.path} is not served (is its CRD installed?); listed again in "
                                 f"{NOT_SERVED_WAIT:g} s")
+            try:
+                page = json.loads(body)
+            except ValueError:
+                page = {"message": body[:200].decode(errors="replace")}
             if resp.status != 200:
                 raise RuntimeError(f"LIST {self.path}: HTTP {resp.status}: {page.get('message', '')}"[:300])
             items += [i for i in page.get("items") or [] if isinstance(i, dict)]

@@ -98,12 +98,14 @@ class WebhookServer(BaseApplication):
             self._start_bridge()
 
     def _start_bridge(self) -> None:
-        """The bridge's reconcile loop (webhook/bridge/loop.py): every replica is a candidate
-        for its Lease, and only the holder writes; a stopping master gives the Lease up."""
-        from webhook.bridge.loop import start
-        release = start(self.launch.config.server.cluster, self.launch.kubeconfig, self.launch.config.bridge)
-        if release is not None:
-            self.cfg.set("on_exit", lambda server: release())
+        """The bridge's reconcile loop, in a process of its own (webhook/bridge/process.py:
+        why not a thread here); every replica is a candidate for its Lease, only the holder
+        writes, and a stopping master stops it (it gives the Lease up)."""
+        from webhook.bridge.process import Supervisor
+        s = self.launch.config.server
+        bridge = Supervisor(s.cluster, self.launch.kubeconfig, self.launch.config.bridge, s.logLevel,
+                            s.logFormat).start()
+        self.cfg.set("on_exit", lambda server: bridge.stop())
 
     def workers_forked(self) -> None:
         """In the master, once the first workers are forked: they hold the snapshot now,

@@ -78,6 +78,12 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- else -}}
 {{- $_ := set $c "certificates" (dict "mode" "files") -}}
 {{- end -}}
+{{- if include "ww.bridge" . -}}
+{{- /* the Lease the chart's Role names, in the release namespace */ -}}
+{{- $b := deepCopy $c.bridge -}}
+{{- $_ := set $b "lease" (merge (dict "name" (printf "%s-bridge" (include "ww.fullname" .)) "namespace" .Release.Namespace) ($b.lease | default dict)) -}}
+{{- $_ := set $c "bridge" $b -}}
+{{- end -}}
 {{- toYaml $c -}}
 {{- end -}}
 
@@ -135,13 +141,28 @@ namespaceSelector:
 
 {{- define "ww.podMatchExpression" -}}
 {{- $label := default "scheduling.k8s.io/pod-group" .Values.config.pods.groupLabel -}}
-{{- printf "(has(object.metadata.labels) && '%s' in object.metadata.labels) || has(object.spec.schedulingGroup)" $label -}}
+{{- $terms := list (printf "(has(object.metadata.labels) && '%s' in object.metadata.labels)" $label) "has(object.spec.schedulingGroup)" -}}
+{{- /* the bridge's Pods (webhook/bridge/admission.py pod_match_terms) */ -}}
+{{- $bridge := .Values.config.bridge | default dict -}}
+{{- if $bridge.coscheduling }}{{ $terms = append $terms "(has(object.metadata.labels) && 'scheduling.x-k8s.io/pod-group' in object.metadata.labels)" }}{{ end -}}
+{{- if $bridge.volcano }}{{ $terms = append $terms "(has(object.metadata.annotations) && 'scheduling.k8s.io/group-name' in object.metadata.annotations)" }}{{ end -}}
+{{- with $bridge.schedulerNames }}
+{{- $names := list }}{{ range . }}{{ $names = append $names (printf "'%s'" .) }}{{ end }}
+{{- $terms = append $terms (printf "(has(object.spec.schedulerName) && object.spec.schedulerName in [%s])" (join ", " $names)) }}
+{{- end -}}
+{{- join " || " $terms -}}
 {{- end -}}
 
 {{- define "ww.podMatch" -}}
 matchConditions:
   - name: names-a-pod-group
     expression: {{ include "ww.podMatchExpression" . | quote }}
+{{- end -}}
+
+{{/* The bridge is on: a dialect is. */}}
+{{- define "ww.bridge" -}}
+{{- $bridge := .Values.config.bridge | default dict -}}
+{{- if or $bridge.coscheduling $bridge.volcano }}true{{ end -}}
 {{- end -}}
 
 {{/* The targets webhook rules cover: config.targets plus those of config.profiles

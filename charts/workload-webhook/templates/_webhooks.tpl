@@ -34,6 +34,20 @@ webhooks:
     failurePolicy: {{ .Values.webhook.failurePolicy }}
     {{- include "ww.common" . | nindent 4 }}
   {{- end }}
+  {{- if include "ww.bridge" . }}
+  {{- $bridge := .Values.config.bridge }}
+  - name: bridge.validate.workload-webhook.k8s.io
+    clientConfig: {{- include "ww.clientConfig" (dict "root" . "path" "/validate") | nindent 6 }}
+    rules:
+      {{- if $bridge.coscheduling }}
+      - {apiGroups: ["scheduling.x-k8s.io"], apiVersions: ["v1alpha1"], resources: ["podgroups"], operations: ["CREATE"], scope: Namespaced}
+      {{- end }}
+      {{- if $bridge.volcano }}
+      - {apiGroups: ["scheduling.volcano.sh"], apiVersions: ["v1beta1"], resources: ["podgroups"], operations: ["CREATE"], scope: Namespaced}
+      {{- end }}
+    failurePolicy: Ignore         # the warnings of BRG-1 only: a job's controller never waits on them
+    {{- include "ww.common" . | nindent 4 }}
+  {{- end }}
   {{- if eq (default "policy" .Values.config.pods.validation) "webhook" }}
   - name: pods.validate.workload-webhook.k8s.io
     clientConfig: {{- include "ww.clientConfig" (dict "root" . "path" "/validate") | nindent 6 }}
