@@ -98,6 +98,17 @@ def helm_bridge(node, on: bool) -> None:
         ["schedulerName"] == "default-scheduler") == on, interval=1)
 
 
+def drain(node, scheduler: str) -> None:
+    """The guide's step 3: Pods still waiting under the old scheduler's name, deleted (their
+    controllers create them again), with the guide's own command line."""
+    script = (f"{node.kubectl_bin} get pods -A --field-selector=status.phase=Pending -o jsonpath="
+              f"'{{range .items[?(@.spec.schedulerName==\"{scheduler}\")]}}{{.metadata.namespace}}/{{.metadata.name}}"
+              f"{{\"\\n\"}}{{end}}' | while IFS=/ read -r ns name; do {node.kubectl_bin} delete pod -n \"$ns\" "
+              f"\"$name\" --wait=false; done")
+    out = node.run(["sh", "-c", script])
+    assert out.stdout.count("deleted") == 4, out.stdout + out.stderr
+
+
 def cli(node, *args: str):
     """workload-webhook from this tree, inside the node's network namespace."""
     return node.run(["env", f"PYTHONPATH={REPO}", sys.executable, "-m", "webhook", *args], check=False, timeout=180)
@@ -211,8 +222,7 @@ def test_2_bridge_on_old_scheduler_drained_volcano_gang_none_while_three_fit_the
     assert mirror["metadata"]["labels"] == {BRIDGE_LABEL: "volcano"}
     assert mirror["spec"]["schedulingPolicy"] == {"gang": {"minCount": 4}}
     assert status_of(node, VOL, "vol")["phase"] == "Inqueue"
-    # The drain: Pods that wait under the old scheduler's name are recreated by their controller.
-    node.kubectl("delete", "pods", "-n", JOBS, "-l", "app=vol", "--wait=false")
+    drain(node, "volcano")
     fresh = wait_for(node, "four recreated Pods", lambda: len(ps := live(node, "vol")) == 4 and all(
         p["spec"]["schedulerName"] == "default-scheduler" for p in ps) and ps)
     for p in fresh:
