@@ -35,6 +35,7 @@ import yaml
 from tests.e2e import summary
 from tests.e2e.node import NODE_NAME
 from tests.e2e.test_chart import CHART
+from tests.e2e.test_chart_node import wait_for as chart_wait
 from tests.server.harness import REPO
 from webhook.bridge.dialects import BRIDGE_LABEL
 
@@ -52,21 +53,7 @@ SETTLE = 120.0
 
 
 def wait_for(node, what: str, check, timeout: float = SETTLE, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    pytest.fail(f"{what}: not within {timeout:.0f} s (last: {last!r})\n{node.diagnose(JOBS)}\n"
-                f"--- the webhook's Pods\n{logs(node)}", pytrace=False)
-
-
-def logs(node) -> str:
-    out = node.kubectl("logs", "-n", NS, "-l", f"app.kubernetes.io/instance={RELEASE}", "--tail=40", "--prefix",
-                       check=False, timeout=60)
-    return out.stdout[-6000:] + out.stderr[-500:]
+    return chart_wait(what, check, node, timeout=timeout, interval=interval, namespace=JOBS)
 
 
 def get(node, path: str) -> dict | None:

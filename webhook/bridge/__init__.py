@@ -11,6 +11,6 @@ for Volcano are gang-scheduled by kube-scheduler, unchanged (docs/bridge.md).
 - admission.py  the warnings on a foreign PodGroup's create
 - lease.py      one writer across replicas: a coordination.k8s.io/v1 Lease
 - watch.py      list + watch of one resource into a small store (410 relists)
-- loop.py       the reconcile loop under the Lease
-- process.py    its own process, started and restarted by the gunicorn master
+- loop.py       the reconcile loop under the Lease (run in a process of its own:
+                webhook/server/bridge_process.py)
 """

@@ -1,5 +1,5 @@
 """The bridge's reconcile loop, in a process of its own beside every serving Pod's gunicorn
-master (webhook/bridge/process.py); only the
+master (webhook/server/bridge_process.py); only the
 replica holding the Lease writes (webhook.bridge.lease).
 
 While it leads it watches the foreign PodGroups of each dialect that is on, the

@@ -98,10 +98,10 @@ class WebhookServer(BaseApplication):
             self._start_bridge()
 
     def _start_bridge(self) -> None:
-        """The bridge's reconcile loop, in a process of its own (webhook/bridge/process.py:
+        """The bridge's reconcile loop, in a process of its own (webhook/server/bridge_process.py:
         why not a thread here); every replica is a candidate for its Lease, only the holder
         writes, and a stopping master stops it (it gives the Lease up)."""
-        from webhook.bridge.process import Supervisor
+        from webhook.server.bridge_process import Supervisor
         s = self.launch.config.server
         bridge = Supervisor(s.cluster, self.launch.kubeconfig, self.launch.config.bridge, s.logLevel,
                             s.logFormat).start()

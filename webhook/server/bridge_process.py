@@ -9,7 +9,7 @@ master keeps only a thread that restarts it if it dies (os.kill(pid, 0): gunicor
 SIGCHLD handler reaps any child, so waitpid cannot be relied on) and stops it at exit,
 when it gives its Lease up.
 
-    python3 -m webhook.bridge.process --cluster auto --settings '{...}'"""
+    python3 -m webhook.server.bridge_process --cluster auto --settings '{...}'"""
 from __future__ import annotations
 
 import argparse
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     from webhook.cluster.view import ClusterUnavailable
     from webhook.config import BridgeSettings
     from webhook.server import logs
-    p = argparse.ArgumentParser(prog="python3 -m webhook.bridge.process")
+    p = argparse.ArgumentParser(prog="python3 -m webhook.server.bridge_process")
     p.add_argument("--cluster", default="auto")
     p.add_argument("--kubeconfig")
     p.add_argument("--settings", required=True, help="bridge settings as JSON (webhook.config.BridgeSettings)")
@@ -62,7 +62,7 @@ class Supervisor:
     """In the master: the bridge process, restarted (with backoff) when it dies."""
 
     def __init__(self, cluster: str, kubeconfig: str | None, settings, log_level: str, log_format: str):
-        self.argv = [sys.executable, "-m", "webhook.bridge.process", "--cluster", cluster,
+        self.argv = [sys.executable, "-m", "webhook.server.bridge_process", "--cluster", cluster,
                      "--settings", json.dumps(dataclasses.asdict(settings)), "--log-level", log_level,
                      "--log-format", log_format, *(["--kubeconfig", kubeconfig] if kubeconfig else [])]
         self.proc: subprocess.Popen | None = None
