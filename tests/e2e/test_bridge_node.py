@@ -71,7 +71,8 @@ def set_slots(node, count: int) -> None:
 def helm_bridge(node, on: bool) -> None:
     """The guide's step: the bridge on or off in the release's values."""
     args = ["upgrade", RELEASE, CHART, "-n", NS, "--reuse-values",
-            "--set", f"config.bridge.coscheduling={str(on).lower()}", "--set", f"config.bridge.volcano={str(on).lower()}",
+            "--set", f"config.bridge.coscheduling={str(on).lower()}",
+            "--set", f"config.bridge.volcano={str(on).lower()}",
             "--set-json", f"config.bridge.schedulerNames={json.dumps(SCHEDULER_NAMES if on else [])}",
             "--wait", "--timeout", "180s"]
     proc = node.helm(*args, check=False, timeout=240)
@@ -167,7 +168,8 @@ def release(real_node, images, tmp_path_factory):
     node.kubectl("wait", "--for=condition=Established", f"crd/podgroups.{COS}", f"crd/podgroups.{VOL}",
                  "--timeout=60s")
     node.kubectl("create", "namespace", JOBS)
-    wait_for(node, "the default ServiceAccount", lambda: get(node, f"/api/v1/namespaces/{JOBS}/serviceaccounts/default"))
+    wait_for(node, "the default ServiceAccount",
+             lambda: get(node, f"/api/v1/namespaces/{JOBS}/serviceaccounts/default"))
     repository, tag = images["WEBHOOK_IMAGE"].rsplit(":", 1)
     values = tmp_path_factory.mktemp("bridge-node") / "values.yaml"
     values.write_text(yaml.safe_dump({

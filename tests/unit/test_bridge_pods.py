@@ -187,7 +187,8 @@ def test_BRG_4_a_pod_naming_an_old_scheduler_is_handed_to_the_default_one():
 
 
 def test_BRG_4_the_hand_off_needs_no_group():
-    v, out = joined(pod(schedulerName="scheduler-plugins-scheduler"), bridge={"schedulerNames": ["scheduler-plugins-scheduler"]})
+    old = "scheduler-plugins-scheduler"
+    v, out = joined(pod(schedulerName=old), bridge={"schedulerNames": [old]})
     assert out["spec"]["schedulerName"] == "default-scheduler" and "schedulingGroup" not in out["spec"]
 
 

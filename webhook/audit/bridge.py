@@ -41,9 +41,9 @@ def dependents(foreign: dict[str, list[dict]], mirrors: list[dict], bridge) -> l
             owner = next((f"{r.get('kind')}/{r.get('name')}" for r in meta.get("ownerReferences") or []
                           if isinstance(r, dict) and r.get("controller")), None)
             mirror = by_key.get((meta.get("namespace"), meta.get("name")))
+            status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
             out.append(Dependent(d.name, str(meta.get("namespace") or ""), str(meta.get("name") or ""), owner,
-                                 mirror is not None and ours(mirror, d, obj) == CURRENT,
-                                 (obj.get("status") or {}).get("phase") if isinstance(obj.get("status"), dict) else None,
+                                 mirror is not None and ours(mirror, d, obj) == CURRENT, status.get("phase"),
                                  d.name in bridge.dialects))
     return sorted(out, key=lambda x: (x.namespace, x.name, x.dialect))
 

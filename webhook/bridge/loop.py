@@ -295,7 +295,8 @@ class Bridge:
                 tries = self._failures.get(key, 0) + 1
                 self._failures[key] = tries
                 if tries == 1:
-                    log.warning("bridge: %s %s/%s: %s", key[0], key[1], key[2], (str(exc).splitlines() or [""])[0][:300])
+                    log.warning("bridge: %s %s/%s: %s", key[0], key[1], key[2],
+                                (str(exc).splitlines() or [""])[0][:300])
                 self.queue.add(key, after=min(0.5 * 2 ** tries, 60.0))
 
     def _synced(self) -> bool:
