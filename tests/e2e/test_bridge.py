@@ -240,6 +240,7 @@ def test_BRG_5_an_in_tree_podgroup_the_bridge_did_not_create_is_left_alone(stack
              diagnose=lambda: stack.diagnose(ns))
     after = mirror(stack, ns, "mine")
     assert min_count(after) == 2 and after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert {r for r, _ in events(stack, ns, "mine")} == {"MirrorConflict"}           # nothing claimed "Mirrored"
     assert "ownerReferences" not in after["metadata"] and "labels" not in after["metadata"]
 
 

@@ -216,12 +216,14 @@ class Bridge:
             self._said.clear()
         self._said.add(memo)
 
-    def _apply(self, d: Dialect, foreign: dict, action: mirror_mod.Action) -> None:
+    def _apply(self, d: Dialect, foreign: dict, action: mirror_mod.Action) -> bool:
+        """Do one action; False when the rest of the plan no longer holds (the mirror to
+        create existed already: what was done instead is that object's plan)."""
         meta = foreign["metadata"]
         ns, name = meta.get("namespace"), meta.get("name")
         if action.verb == "event":
             self._event(d, foreign, action.reason, action.body, action.warning)
-            return
+            return True
         if action.verb == "create":
             body = {**action.body, "apiVersion": f"{SCHEDULING}/{self._scheduling_version()}"}
             code, answer = self._request("POST", self._mirror_path(ns), body)
@@ -229,8 +231,9 @@ class Bridge:
                 code, existing = self._request("GET", self._mirror_path(ns, name))
                 if code == 200:
                     for follow in mirror_mod.plan(mirror_mod.Group(d, foreign, project_mirror(existing)), None):
-                        self._apply(d, foreign, follow)
-                return
+                        if not self._apply(d, foreign, follow):
+                            break
+                return False
             self._check(code, answer, f"create the in-tree PodGroup {ns}/{name}", d, foreign, "MirrorFailed")
             log.info("bridge: mirrored %s PodGroup %s/%s", d.title, ns, name)
         elif action.verb == "minCount":
@@ -249,6 +252,7 @@ class Bridge:
             if code != 404:                            # deleted meanwhile: nothing to say
                 self._check(code, answer, f"write the status of {d.title} PodGroup {ns}/{name}", d, foreign,
                             "StatusFailed")
+        return True
 
     def _check(self, code: int, answer: dict, what: str, d: Dialect, foreign: dict, reason: str) -> None:
         if code in (200, 201, 202):
@@ -267,7 +271,8 @@ class Bridge:
         members = tuple(self.members.get(key[1:], {}).values())
         desired = status_mod.desired(d, foreign, mirror, members) if foreign else None
         for action in mirror_mod.plan(mirror_mod.Group(d, foreign, mirror, members), desired):
-            self._apply(d, foreign, action)
+            if not self._apply(d, foreign, action):
+                break
         self.reconciled += 1
 
     # -- running ------------------------------------------------------------------------
