@@ -30,6 +30,12 @@ def _get(obj: Any, *path: str) -> Any:
     return obj
 
 
+def _items(obj: Any, *path: str) -> list:
+    """The list at `path`, or [] when there is none (or something else is there)."""
+    found = _get(obj, *path)
+    return found if isinstance(found, list) else []
+
+
 def tally(members: tuple[dict, ...] | list[dict]) -> dict[str, int]:
     """Pods by phase, and how many were placed (bound to a node, finished ones included)."""
     out = {"total": 0, "running": 0, "succeeded": 0, "failed": 0, "scheduled": 0}
@@ -47,7 +53,7 @@ def tally(members: tuple[dict, ...] | list[dict]) -> dict[str, int]:
 
 
 def scheduler_condition(mirror: dict | None) -> dict | None:
-    for c in _get(mirror, "status", "conditions") or []:
+    for c in _items(mirror, "status", "conditions"):
         if isinstance(c, dict) and c.get("type") == SCHEDULED:
             return c
     return None
@@ -87,7 +93,7 @@ def volcano(foreign: dict, mirror: dict | None, members) -> dict:
 def _volcano_conditions(foreign: dict, cond: dict | None) -> list[dict]:
     """The foreign conditions with Scheduled / Unschedulable said from the in-tree condition;
     others' conditions kept."""
-    keep = [c for c in _get(foreign, "status", "conditions") or []
+    keep = [c for c in _items(foreign, "status", "conditions")
             if isinstance(c, dict) and c.get("type") not in ("Scheduled", "Unschedulable")]
     if not cond:
         return keep
