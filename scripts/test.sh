@@ -40,6 +40,9 @@ if [[ "${CI:-}" == true || "${WW_SKIP_E2E:-0}" != 1 ]]; then
   # debootstrap from Debian's packages; a debootstrap base, the pause image and the
   # webhook image from the Dockerfile, no registry (~3 min cold).
   setup hack/build-images.sh "image build"
+  # The real node's NetworkPolicy enforcer: kube-router's network-policy controller from the Go
+  # module proxy, and Debian's ipset (~2 min cold).
+  setup hack/build-network-policy.sh "NetworkPolicy enforcer build"
 fi
 
 # pytest exits 5 when it collected no test: that is a failure here too.
