@@ -62,11 +62,27 @@ def images() -> dict[str, str]:
     return dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
 
 
+def network_policy_enforcer() -> tuple[str | None, str]:
+    """hack/build-network-policy.sh's kube-router (built by the setup, instant when cached) and
+    "", or None and why not; in CI its absence fails, as any real component's."""
+    proc = subprocess.run([os.path.join(REPO, "hack", "build-network-policy.sh")], capture_output=True, text=True,
+                          timeout=1800)
+    if proc.returncode == 0:
+        return proc.stdout.strip().splitlines()[-1], ""
+    reason = f"hack/build-network-policy.sh failed:\n{proc.stderr[-3000:]}"
+    if CI:
+        _unavailable(reason)
+    return None, reason
+
+
 @pytest.fixture(scope="session")
 def real_node(bin_dir, images):
-    """A real kubelet + containerd node with its own control plane (tests/e2e/node.py)."""
+    """A real kubelet + containerd node with its own control plane (tests/e2e/node.py), enforcing
+    NetworkPolicies when the enforcer could be built (else ``node.network_policy_missing`` says why)."""
     from tests.e2e.node import NodeError, RealNode
-    node = RealNode(bin_dir, images)
+    enforcer, missing = network_policy_enforcer()
+    node = RealNode(bin_dir, images, network_policy=enforcer)
+    node.network_policy_missing = missing
     try:
         node.start()
     except NodeError as exc:

@@ -83,7 +83,9 @@ class ControlPlane(Credentials, Processes):
     the serving certificate, e.g. the ``kubernetes`` Service IP and the node IP); ``ca``
     (a CA made beforehand, to sign other components' certificates); ``pid_dir`` (each
     process's PID in ``<binary>.pid`` there, for a harness's stale-run cleanup);
-    ``authorization_mode`` (``Node,RBAC`` with a kubelet).
+    ``authorization_mode`` (``Node,RBAC`` with a kubelet); ``secure_port``, the API server's
+    port when fixed (6443 in a node's own namespace, where it is always free, as a Pod's
+    NetworkPolicy names it after the ``kubernetes`` Service's DNAT).
     """
 
     def __init__(
@@ -104,6 +106,7 @@ class ControlPlane(Credentials, Processes):
         ca: CertificateAuthority | None = None,
         pid_dir: str | os.PathLike | None = None,
         authorization_mode: str = "RBAC",
+        secure_port: int | None = None,
     ) -> None:
         self.bin_dir = Path(bin_dir).resolve()
         self.work_dir = Path(work_dir).resolve()
@@ -119,6 +122,7 @@ class ControlPlane(Credentials, Processes):
         self._given_ca = ca
         self.pid_dir = Path(pid_dir) if pid_dir is not None else None
         self.authorization_mode = authorization_mode
+        self.secure_port = secure_port
 
         self.etcd_bin = self.bin_dir / "etcd"
         self.apiserver_bin = self.bin_dir / "kube-apiserver"
@@ -185,6 +189,7 @@ class ControlPlane(Credentials, Processes):
                 # Free when picked; another process may take one before etcd or
                 # kube-apiserver binds it: then start over on new ports.
                 self.etcd_port, self.etcd_peer_port, self.port = free_ports(3)
+                self.port = self.secure_port or self.port
                 self._init_pki()
                 self._start_etcd()
                 self._wait_etcd(t0 + self.startup_timeout)

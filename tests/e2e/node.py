@@ -8,13 +8,16 @@ Service range onto the node bridge and one DNAT (PREROUTING and OUTPUT) from the
 ``kubernetes`` Service IP:443 to the API server, standing in for kube-proxy. Every
 process is started with ``nsenter --net`` (``ip netns exec`` would hide the cgroup v1
 mounts from runc). Images come from hack/build-images.sh archives (``ctr import``),
-never a registry. Facts: ../shared/design/e2e-notes.md, "A real node".
+never a registry. Facts: ../shared/design/e2e-notes.md, "A real node". With
+``network_policy`` (hack/build-network-policy.sh's kube-router) the node enforces
+NetworkPolicies (tests/e2e/node_netpol.py). The API server listens on 6443, kubeadm's
+port: a Pod's egress policy sees it, not 443, after the ``kubernetes`` Service's DNAT.
 
 One fixed namespace name and directory per machine (runs must not overlap); whatever a
 killed earlier run left (PID files, shims, kubepods cgroups, mounts, the namespace) is
 cleaned at start, and everything again at stop and at interpreter exit.
 
-    node = RealNode(bin_dir, images).start()
+    node = RealNode(bin_dir, images, network_policy=kube_router).start()
     node.kubectl("get", "nodes")            # kubectl / helm inside the namespace
     node.stop()
 """
@@ -27,7 +30,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.e2e import node_cleanup, node_files
+from tests.e2e import node_cleanup, node_files, node_netpol
 from tests.e2e.controlplane import DEFAULT_FEATURE_GATES, SERVICE_CLUSTER_IP_RANGE, ControlPlane, ControlPlaneError, tail
 from tests.e2e.netns import in_netns
 from tests.e2e.pki import CertificateAuthority
@@ -36,6 +39,7 @@ from tests.e2e.rest import Api
 
 NODE_NAME = "ww-node"
 NODE_IP, NODE_PREFIX = "10.200.0.2", 24
+API_SERVER_PORT = 6443                 # kubeadm's; free in the node's own namespace
 POD_CIDR = "10.244.0.0/24"
 SERVICE_IP = str(next(ipaddress.ip_network(SERVICE_CLUSTER_IP_RANGE).hosts()))   # the `kubernetes` Service
 NODE_BRIDGE, POD_BRIDGE = "ww-node0", "ww-cni0"
@@ -62,10 +66,14 @@ def in_ns(*args: str) -> list[str]:
 
 
 class RealNode:
-    """The whole node; ``images``: hack/build-images.sh's KEY=VALUE lines as a dict."""
+    """The whole node; ``images``: hack/build-images.sh's KEY=VALUE lines as a dict;
+    ``network_policy``: the NetworkPolicy enforcer's binary, or None for none."""
 
-    def __init__(self, bin_dir: str | os.PathLike, images: dict[str, str], *, feature_gates=None) -> None:
+    def __init__(self, bin_dir: str | os.PathLike, images: dict[str, str], *, feature_gates=None,
+                 network_policy: str | os.PathLike | None = None) -> None:
         self.bin_dir = Path(bin_dir)
+        self.network_policy = Path(network_policy) if network_policy else None
+        self.network_policy_missing = ""        # why not, when None (set by the fixture)
         self.images = images
         self.feature_gates = dict(DEFAULT_FEATURE_GATES if feature_gates is None else feature_gates)
         self.cp: ControlPlane | None = None
@@ -114,6 +122,8 @@ class RealNode:
             self._controllers()
             self._containerd()
             self._kubelet()
+            if self.network_policy:
+                self._network_policies()
         except BaseException:
             self.stop()
             raise
@@ -123,6 +133,7 @@ class RealNode:
     def stop(self) -> None:
         """Kubelet, containers, shims, containerd, controllers, control plane, mounts,
         namespace, cgroups. Logs stay in BASE/logs until the next start. Idempotent."""
+        self._terminate(node_netpol.NAME)     # its chains and sets go with the namespace
         self._terminate("kubelet")
         node_cleanup.kill_containers()
         for name in ("containerd", "kube-scheduler", "kube-controller-manager"):
@@ -193,7 +204,7 @@ class RealNode:
         self.cp = ControlPlane(
             self.bin_dir, BASE / "cp", netns=NETNS, bind_address="0.0.0.0", advertise_address=NODE_IP,
             extra_sans=[NODE_IP, SERVICE_IP, *KUBERNETES_NAMES], ca=self.ca, pid_dir=BASE / "pids",
-            feature_gates=self.feature_gates,
+            feature_gates=self.feature_gates, secure_port=API_SERVER_PORT,
             disable_admission_plugins=(),    # ServiceAccount on: Pods get their tokens
             authorization_mode="Node,RBAC",
             extra_args=["--enable-admission-plugins=NodeRestriction",
@@ -270,6 +281,20 @@ class RealNode:
         raise NodeError(f"node {NODE_NAME} not Ready and untainted within 120 s (last: {last})\n"
                         f"--- kubelet\n{self.log('kubelet', 60)}\n--- containerd\n{self.log('containerd', 30)}\n"
                         f"--- kube-controller-manager\n{self.log('kube-controller-manager', 20)}")
+
+    def _network_policies(self) -> None:
+        t0 = time.monotonic()
+        self._spawn(node_netpol.NAME, node_netpol.args(
+            self.network_policy, kubeconfig=self.cp.kubeconfig("admin"), node_name=NODE_NAME,
+            service_range=SERVICE_CLUSTER_IP_RANGE))
+        deadline = time.monotonic() + 60
+        while not node_netpol.synced(in_ns):
+            self._alive(node_netpol.NAME)
+            if time.monotonic() > deadline:
+                raise NodeError(f"{node_netpol.NAME} did not sync its chains within 60 s:\n"
+                                f"{self.log(node_netpol.NAME)}")
+            time.sleep(0.2)
+        self.timings["NetworkPolicy enforcer synced"] = time.monotonic() - t0
 
     # -- diagnostics ------------------------------------------------------------------------
 
