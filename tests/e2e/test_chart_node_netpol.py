@@ -22,6 +22,7 @@ import time
 import pytest
 import yaml
 
+from tests.e2e import node_netpol
 from tests.e2e.conftest import _unavailable
 from tests.e2e.node import NETNS, NODE_IP, NODE_PREFIX, POD_CIDR, in_ns
 from tests.e2e.test_chart import CHART, TRAINJOB_TARGET
@@ -89,9 +90,14 @@ class Clients:
     def until(self, who: str, where: tuple, outcomes: tuple[str, ...], timeout: float = 60) -> str:
         """Probe until the outcome starts with one of ``outcomes`` (the enforcer applies a policy
         change within a sync): returns it, or fails with the last one."""
-        return wait_for(f"{who} -> {self.target}:{where[0]}{where[2]} giving {outcomes}",
-                        lambda: (out := self.probe(who, *where)).startswith(outcomes) and out,
-                        self.node, timeout=timeout, namespace=NS)
+        deadline = time.monotonic() + timeout
+        while not (out := self.probe(who, *where)).startswith(outcomes):
+            if time.monotonic() > deadline:
+                pytest.fail(f"{who} -> {self.target}:{where[0]}{where[2]}: {out!r} for {timeout:.0f} s, not {outcomes}"
+                            f"\n--- {node_netpol.NAME}\n{self.node.log(node_netpol.NAME, 20)}\n"
+                            f"{self.node.diagnose(NS)}", pytrace=False)
+            time.sleep(0.5)
+        return out
 
 
 def install(node, values: dict, *extra: str) -> None:
