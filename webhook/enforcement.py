@@ -14,15 +14,15 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from webhook.catalogue import OWN_POLICY
 from webhook.field import FieldError, Path, invalid, not_supported
 from webhook.verdict import Verdict
 
 ACTIONS = ("deny", "warn", "audit")          # strictest first
 SCOPES = ("admission", "cli", "audit")
 RANK = {a: i for i, a in enumerate(ACTIONS)}
-# This service's own policy rules: the only ones an action other than deny applies to.
-POLICY_RULES = frozenset({"POL-3", "DIS-2", "CON-1", "PG-2", "POD-1", "POD-3", "POD-4", "POD-5", "BRG-2", "BRG-3",
-                          *(f"TGT-{i}" for i in range(4, 12))})
+# This service's own policy rules (webhook/catalogue.py): the only ones an action other than deny applies to.
+POLICY_RULES = OWN_POLICY
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ Config path patterns with `[*]` are webhook.paths."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Union
@@ -141,6 +142,9 @@ class FieldError:
     value: Any = OMIT
     detail: str = ""
     rule: str | None = None    # the id of this service's own policy rule (docs/rules.md); None for mirror rules
+    # The catalogue id of the mirror rule that found it (docs/rules.md): counted and logged, never
+    # printed (a mirror keeps the API server's text) and never relaxed by enforcement.
+    mirror: str | None = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.type not in TYPES:
@@ -164,6 +168,11 @@ class FieldError:
     def __str__(self) -> str:
         return f"{self.field}: {self.body()}" if len(self.field) else self.body()
 
+    @property
+    def id(self) -> str | None:
+        """The rule that found it: an own policy rule's id, else the mirror's."""
+        return self.rule or self.mirror
+
     def as_dict(self) -> dict:
         out = {"field": str(self.field), "type": self.type, "detail": self.detail or self.body()}
         if self.rule:
@@ -174,6 +183,22 @@ class FieldError:
 def by_rule(errors: Iterable[FieldError], rule: str) -> list[FieldError]:
     """`errors` marked as this service's policy rule `rule` (their text then ends in `(RULE)`)."""
     return [e if e.rule else dataclasses.replace(e, rule=rule) for e in errors]
+
+
+def mirrors(errors: Iterable[FieldError], rule: str) -> list[FieldError]:
+    """`errors` found by the mirror rule `rule`, unless they already name one (their text unchanged)."""
+    return [e if e.rule or e.mirror else dataclasses.replace(e, mirror=rule) for e in errors]
+
+
+def found_by(rule: str):
+    """Decorates a mirror rule's function: the errors it returns carry the mirror id `rule`."""
+    def decorate(judge):
+        @functools.wraps(judge)
+        def judged(*args, **kwargs):
+            errors = judge(*args, **kwargs)
+            return mirrors(errors, rule) if errors else errors
+        return judged
+    return decorate
 
 
 # Constructors named like upstream's field.Required(...), field.Invalid(...).

@@ -12,7 +12,7 @@ from typing import Any
 
 from webhook import formats
 from webhook.blocks.common import check_immutable, same, union
-from webhook.field import FieldError, Path, duplicate, invalid, required, too_many
+from webhook.field import FieldError, Path, duplicate, found_by, invalid, required, too_many
 from webhook.schemas import structural_errors
 
 SCHEMA = "blocks/resource-claims"
@@ -24,6 +24,7 @@ def shape(value: Any, path: Path) -> list[FieldError]:
     return structural_errors(SCHEMA, value, path)
 
 
+@found_by("CLM-1")
 def validate(value: list | None, path: Path, old: list | None = None) -> list[FieldError]:
     """On update (`old`: the stored list) a claim is judged only where it changed, as
     declarative validation ratchets: an unchanged claim (matched by name) not at all,
@@ -77,6 +78,7 @@ def _references(claim: dict) -> tuple[bool, ...]:
     return tuple(claim.get(k) is not None for k in REFS)
 
 
+@found_by("CLM-1")
 def validate_update(new: Any, old: Any, path: Path) -> list[FieldError]:
     """Immutable; a changed list over the limit also gets TooMany, as upstream's
     `+k8s:immutable` and `+k8s:maxItems` both run before either short-circuits."""

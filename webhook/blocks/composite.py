@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.blocks.common import Mode, check_immutable, check_no_set_no_unset, min_count, union, variant
-from webhook.field import FieldError, Path, by_rule, invalid
+from webhook.field import FieldError, Path, by_rule, found_by, invalid
 from webhook.schemas import structural_errors
 
 SCHEMA = "blocks/composite-scheduling-policy"
@@ -27,6 +27,7 @@ def get_min_group_count(value: Any) -> Any:
     return (value.get(GANG) or {}).get("minGroupCount") if isinstance(value, dict) else None
 
 
+@found_by("CMP-1")
 def validate(value: dict | None, path: Path, mode: Mode) -> list[FieldError]:
     if value is None:
         return [] if mode.embedded else union({}, path, MEMBERS)
@@ -36,6 +37,7 @@ def validate(value: dict | None, path: Path, mode: Mode) -> list[FieldError]:
     return errors
 
 
+@found_by("CMP-1")
 def validate_children(count: int, path: Path, name: Any = None) -> list[FieldError]:
     """CMP-1: a composite group must have at least one child."""
     if count >= 1:
@@ -53,6 +55,7 @@ def validate_bound(policy: Any, policy_path: Path, children: int, children_path:
     return []
 
 
+@found_by("POL-4")
 def validate_template_update(new: dict | None, old: dict | None, path: Path) -> list[FieldError]:
     """In a Workload template: basic immutable, gang NoSet/NoUnset, minGroupCount mutable."""
     new, old = new or {}, old or {}
@@ -60,6 +63,7 @@ def validate_template_update(new: dict | None, old: dict | None, path: Path) -> 
             + check_no_set_no_unset(new.get(GANG), old.get(GANG), path.child(GANG)))
 
 
+@found_by("POL-4")
 def validate_update(new: Any, old: Any, path: Path) -> list[FieldError]:
     """On a CompositePodGroup object and in CRDs the whole policy is frozen."""
     return check_immutable(new, old, path)

@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 from webhook import formats
 from webhook.blocks.common import check_immutable
-from webhook.field import FieldError, Path, by_rule, invalid, not_supported, required, too_many
+from webhook.field import FieldError, Path, by_rule, found_by, invalid, not_supported, required, too_many
 from webhook.schemas import structural_errors
 
 SCHEMA = "blocks/scheduling-constraints"
@@ -16,6 +16,7 @@ def shape(value: Any, path: Path) -> list[FieldError]:
     return structural_errors(SCHEMA, value, path)
 
 
+@found_by("CON-1")
 def validate(value: dict | None, path: Path, allowed_keys: Sequence[str] = ()) -> list[FieldError]:
     if value is None:
         return []
@@ -35,5 +36,6 @@ def validate(value: dict | None, path: Path, allowed_keys: Sequence[str] = ()) -
     return errors
 
 
+@found_by("CON-1")
 def validate_update(new: Any, old: Any, path: Path) -> list[FieldError]:
     return check_immutable(new, old, path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.blocks.common import check_immutable, union, variant
-from webhook.field import FieldError, Path, by_rule, invalid
+from webhook.field import FieldError, Path, by_rule, found_by, invalid
 from webhook.schemas import structural_errors
 
 SCHEMA = "blocks/disruption-mode"
@@ -25,6 +25,7 @@ def resolved_kind(value: Any) -> str:
     return kind_of(value) or SINGLE
 
 
+@found_by("DIS-1")
 def validate(value: dict | None, path: Path) -> list[FieldError]:
     """DIS-1. Optional everywhere (PodGroup and CompositePodGroup default it)."""
     return [] if value is None else union(value, path, MEMBERS)
@@ -44,6 +45,7 @@ def validate_against_policy(mode: Any, mode_path: Path, policy_kind: str | None,
                                             f'policy ({state}); "all" requires a gang scheduling policy')], "DIS-2")
 
 
+@found_by("DIS-3")
 def validate_update(new: Any, old: Any, path: Path) -> list[FieldError]:
     """DIS-3: add, remove and change are all rejected."""
     return check_immutable(new, old, path)

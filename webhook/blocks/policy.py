@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.blocks.common import Mode, check_immutable, check_no_set_no_unset, min_count, union, variant
-from webhook.field import FieldError, Path, invalid
+from webhook.field import FieldError, Path, found_by, invalid, mirrors
 from webhook.schemas import structural_errors
 
 SCHEMA = "blocks/scheduling-policy"
@@ -37,13 +37,14 @@ def validate(value: dict | None, path: Path, mode: Mode, max_min_count: int | No
     validation does: the union only when its members changed, `minCount` only
     when it changed."""
     if value is None:
-        return [] if mode.embedded else union({}, path, MEMBERS)
-    errors = [] if old is not None and members_set(old) == members_set(value) else union(value, path, MEMBERS)
+        return [] if mode.embedded else mirrors(union({}, path, MEMBERS), "POL-1")
+    errors = [] if old is not None and members_set(old) == members_set(value) else \
+        mirrors(union(value, path, MEMBERS), "POL-1")
     gang = value.get(GANG)
     old_gang = old.get(GANG) if old is not None else None
     if gang is not None and not (old_gang is not None and gang.get("minCount") == old_gang.get("minCount")):
-        errors += min_count(gang.get("minCount"), path.child(GANG, "minCount"), mode,
-                            max_min_count, " (limits.maxMinCount)")
+        errors += mirrors(min_count(gang.get("minCount"), path.child(GANG, "minCount"), mode,
+                                    max_min_count, " (limits.maxMinCount)"), "POL-2")
     return errors
 
 
@@ -52,12 +53,14 @@ def members_set(value: Any) -> tuple[bool, ...]:
     return tuple(isinstance(value, dict) and value.get(m) is not None for m in MEMBERS)
 
 
+@found_by("POL-4")
 def set_once_errors(new: dict | None, old: dict | None, path: Path) -> list[FieldError]:
     """An embedded policy cannot be added or removed on update (`+k8s:update=NoSet,NoUnset`).
     That error short-circuits the policy's own rules (POL-1, POL-2), as declarative validation does."""
     return check_no_set_no_unset(new, old, path)
 
 
+@found_by("POL-4")
 def validate_update(new: dict | None, old: dict | None, path: Path, mode: Mode) -> list[FieldError]:
     """POL-4: the variant is frozen, `gang.minCount` may change."""
     if not mode.embedded:

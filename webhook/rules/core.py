@@ -11,7 +11,7 @@ from webhook import formats
 from webhook.blocks import claims, composite, constraints, disruption, policy, priority
 from webhook.blocks.common import CORE, check_immutable, same
 from webhook.config import Config
-from webhook.field import FieldError, Path, forbidden, invalid, required
+from webhook.field import FieldError, Path, forbidden, found_by, invalid, required
 from webhook.verdict import Verdict
 from webhook.schemas import structural_errors
 
@@ -49,6 +49,7 @@ def object_spec(obj: dict, old: dict | None, schema: str, found: Verdict) -> tup
     return spec, (((old or {}).get("spec") or {}) if old is not None else None)
 
 
+@found_by("WL-2")
 def gate_forbidden(spec: dict, key: str, path: Path, gate: str, cfg: Config) -> list[FieldError]:
     if spec.get(key) not in (None, []) and not cfg.gate(gate):
         return [forbidden(path.child(key), f"disabled by feature-gate {gate}")]

@@ -10,7 +10,7 @@ from webhook.blocks import claims, composite, constraints, disruption, policy
 from webhook.blocks.common import EMBEDDED, OBJECT_TYPES, check_no_set_no_unset, same
 from webhook.config import Config
 from webhook.targets import CompositeGroup, LeafGroup, Target
-from webhook.field import FieldError, Path, by_rule, forbidden, invalid, too_many
+from webhook.field import FieldError, Path, by_rule, forbidden, invalid, mirrors, too_many
 from webhook.verdict import Verdict
 from webhook.paths import FieldPath, WrongType, get, get_or_none, old_indices
 from webhook.semantics import Semantics
@@ -54,7 +54,7 @@ def _resolve(obj: Any, fp: FieldPath, idx: tuple[int, ...], errors: list[FieldEr
     try:
         return path, get(obj, path), True
     except WrongType as exc:
-        errors.append(exc.error)
+        errors += mirrors([exc.error], "TGT-2")
         return path, None, False
 
 
@@ -76,7 +76,7 @@ def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[F
     paths = group.paths()
     deepest = max(paths.values(), key=lambda p: p.wildcards)
     bindings, problems = deepest.bindings(obj)
-    errors += problems
+    errors += mirrors(problems, "TGT-2")
     for idx in bindings:
         old_idx = old_indices(obj, old, deepest, idx) if old is not None else None
         unbound = group.semantics.boundUnless
@@ -87,7 +87,7 @@ def leaf_instances(obj: dict, old: dict | None, group: LeafGroup, errors: list[F
                 continue
             path, value, ok = _resolve(obj, paths[key], idx, errors)
             shape = module.shape(value, path) if ok else []
-            errors += shape
+            errors += mirrors(shape, "TGT-2")
             inst.blocks[key] = Block(path, value, _old_block(old, paths[key], old_idx, module), ok and not shape)
         if group.size is not None:
             inst.size, inst.size_name = sizes.evaluate(obj, group.size, idx, errors)
@@ -192,7 +192,7 @@ def composite_instance(obj: dict, old: dict | None, comp: CompositeGroup,
             continue
         path, value, ok = _resolve(obj, fp, (), errors)
         shape = module.shape(value, path) if ok else []
-        errors += shape
+        errors += mirrors(shape, "TGT-2")
         blocks[key] = Block(path, value, _old_block(old, fp, (), module), ok and not shape)
     cpath, children, ok = _resolve(obj, comp.children, (), errors)
     count = None

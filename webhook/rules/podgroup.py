@@ -7,7 +7,7 @@ from webhook.blocks import claims, disruption, policy
 from webhook.blocks.common import same
 from webhook.cluster.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
-from webhook.field import FieldError, Path, by_rule, duplicate, invalid, too_many
+from webhook.field import FieldError, Path, by_rule, duplicate, invalid, mirrors, too_many
 from webhook.verdict import Verdict
 from webhook.schemas import structural_errors
 from webhook.rules.core import (SPEC, TAS, block_errors, block_update_errors, condition_errors, identity_update_errors, object_spec,
@@ -21,6 +21,7 @@ def validate_podgroup(obj: dict, old: dict | None, cfg: Config, view: ClusterVie
     if judged is None:
         return found
     spec, old_spec = judged
+    tagged = len(found.errors)      # what follows is PG-1's, where no block or gate rule found it
     found.errors += parent_errors(spec, old_spec, cfg, gated=True)
     if old_spec is None:
         found.errors += workload_ref_errors(spec, required_ref=False)
@@ -30,6 +31,7 @@ def validate_podgroup(obj: dict, old: dict | None, cfg: Config, view: ClusterVie
         # schedulingConstraints is `+k8s:ifEnabled(TAS)=+k8s:immutable` on PodGroup.
         found.errors += block_update_errors(spec, old_spec, SPEC, leaf=True, constraints_frozen=cfg.gate(TAS))
     found.errors += _claim_statuses(obj, spec) + condition_errors(obj)
+    found.errors[tagged:] = mirrors(found.errors[tagged:], "PG-1")
     if old is None:
         found.warnings += _unreachable_claims(obj, spec, cfg)
     if old is None and cfg.checkPodGroupAgainstWorkload and view is not None and not found.errors:

@@ -6,7 +6,7 @@ from webhook import formats
 from webhook.blocks import composite, priority
 from webhook.blocks.common import check_immutable
 from webhook.config import Config
-from webhook.field import FieldError, Path, duplicate, forbidden, invalid, too_many
+from webhook.field import FieldError, Path, duplicate, forbidden, invalid, mirrors, too_many
 from webhook.verdict import Verdict
 from webhook.rules.core import (CPG, MAX_DEPTH, MAX_TEMPLATES, SPEC, block_errors, block_update_errors, changed,
                                 gate_forbidden, name_errors, object_spec)
@@ -91,6 +91,7 @@ def validate_workload(obj: dict, old: dict | None, cfg: Config) -> Verdict:
     if judged is None:
         return found
     spec, old_spec = judged
+    before = len(found.errors)      # what follows is WL-1's, where no block or gate rule found it
     ref = spec.get("controllerRef")
     if ref is not None and changed(spec, old_spec, "controllerRef"):
         rpath = SPEC.child("controllerRef")
@@ -123,6 +124,7 @@ def validate_workload(obj: dict, old: dict | None, cfg: Config) -> Verdict:
     else:  # a gated-off tree is not judged beyond its Forbidden
         walk.template_list(spec, old_spec, "podGroupTemplates", SPEC, leaf=True, depth=0, top=None)
     found.errors += walk.errors
+    found.errors[before:] = mirrors(found.errors[before:], "WL-1")
     return found
 
 
