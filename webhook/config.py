@@ -76,6 +76,11 @@ class BridgeSettings:
     def dialects(self) -> tuple[str, ...]:
         """The dialects switched on, by name."""
         return tuple(n for n, on in (("coscheduling", self.coscheduling), ("volcano", self.volcano)) if on)
+class EventSettings:
+    """Kubernetes Events for denials (webhook.cluster.events), rate-limited per worker."""
+    enabled: bool = False
+    perMinute: int = 60
+    burst: int = 10
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,7 @@ class Config:
     enforcement: Enforcement = field(default_factory=Enforcement)
     vap: "VapSettings" = field(default_factory=lambda: VapSettings())
     bridge: BridgeSettings = field(default_factory=BridgeSettings)
+    events: EventSettings = field(default_factory=EventSettings)
 
     def gate(self, name: str) -> bool:
         return self.featureGates.get(name, False)
@@ -198,6 +204,7 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
         enforcement=enforcement,
         vap=VapSettings(**(data.get("vap") or {})),
         bridge=_bridge(data.get("bridge") or {}),
+        events=EventSettings(**(data.get("events") or {})),
     )
 
 

@@ -4,6 +4,7 @@ provisioning (webhook.certificates.serving), and gunicorn."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -11,6 +12,7 @@ from webhook import config as config_mod
 from webhook import server_settings as server_settings_mod
 
 EXIT_OK, EXIT_USAGE = 0, 2
+log = logging.getLogger("workload_webhook.serve")
 
 
 def server_settings(cfg: config_mod.Config, args: argparse.Namespace, environ=None) -> config_mod.ServerSettings:
@@ -39,6 +41,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     cfg = dataclasses.replace(cfg, server=settings)       # built once: what the master and every worker read
     _metrics_directory()
+    from webhook.server import logs
+    logs.setup(settings.logLevel, settings.logFormat)      # from here on, every line as logFormat says
     # args.kubeconfig alone: $KUBECONFIG (a list, as kubectl reads it) is read by webhook.cluster.credentials
     cfg = _with_cluster_gates(cfg, settings, args.kubeconfig)
     if cfg is None:
@@ -80,7 +84,7 @@ def _registrar(args, settings, targets=()):
     from webhook.cluster.registrar import RegistrationError, from_flags
     from webhook.cluster.view import ClusterUnavailable
     if not args.register_owner:
-        print("error: --register needs --register-owner (the ClusterRole that owns the registration)", file=sys.stderr)
+        log.error("--register needs --register-owner (the ClusterRole that owns the registration)")
         return None
     try:
         api = api_client("kubeconfig" if settings.cluster == "kubeconfig" else "auto", args.kubeconfig)
@@ -89,7 +93,7 @@ def _registrar(args, settings, targets=()):
         return from_flags(api, args.register, args.register_owner, args.register_service, settings.port,
                           settings.bindAddress, settings.certDir, targets=targets)
     except (RegistrationError, ClusterUnavailable) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        log.error("%s", exc)
         return None
 
 
@@ -104,12 +108,12 @@ def _with_cluster_gates(cfg, settings, kubeconfig: str | None):
     try:
         api = api_client(settings.cluster, kubeconfig)
     except ClusterUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        log.error("%s", exc)
         return None
     try:
         gates, how = serving_gates(api)
     finally:
         if api is not None:
             api.close()
-    print(how, file=sys.stderr)
+    log.info("%s", how)
     return dataclasses.replace(cfg, featureGates=gates)

@@ -39,6 +39,7 @@ class Review:
     request: Request
     name: str
     sub_resource: str
+    user: str = ""          # userInfo.username: who asked (logs and Events; never judged)
 
 
 def _depth_ok(value: Any, limit: int, depth: int = 1) -> bool:
@@ -107,8 +108,11 @@ def parse(body: bytes, content_type: str | None) -> Review:
                       object=req.get("object"), old_object=req.get("oldObject"),
                       namespace=_string(req, "namespace", "request", required=False) or None,
                       dry_run=bool(dry_run))
+    info = req.get("userInfo")
+    user = info.get("username") if type(info) is dict else None
     return Review(uid=uid, request=request, name=_string(req, "name", "request", required=False),
-                  sub_resource=_string(req, "subResource", "request", required=False))
+                  sub_resource=_string(req, "subResource", "request", required=False),
+                  user=user if type(user) is str else "")
 
 
 def _loads(body: bytes) -> Any:

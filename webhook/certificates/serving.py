@@ -6,13 +6,15 @@ is a certificate to serve; the loop itself then runs in the gunicorn master
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
-import sys
 import time
 from dataclasses import dataclass
 
 from webhook.certificates import files
 from webhook.certificates.secret import CertSync, Policy, stalled
+
+log = logging.getLogger("workload_webhook.certificates")
 
 
 @dataclass
@@ -47,9 +49,9 @@ def provision(cfg, settings, kubeconfig: str | None, first_sync_seconds: float =
     if cfg.certificates.mode != "secret":
         paths, generated = files.ensure(settings.certDir)
         if generated:
-            print(f"generated development certificates in {settings.certDir}; CA: {paths.ca_cert}", file=sys.stderr)
+            log.info("generated development certificates in %s; CA: %s", settings.certDir, paths.ca_cert)
         else:
-            print(f"serving with {paths.cert}", file=sys.stderr)
+            log.info("serving with %s", paths.cert)
         return ServingCertificates(paths)
     deadline = time.monotonic() + first_sync_seconds
     while True:
@@ -59,8 +61,8 @@ def provision(cfg, settings, kubeconfig: str | None, first_sync_seconds: float =
             break
         except Exception as exc:
             if time.monotonic() > deadline:
-                print(f"error: certificates from Secret {cfg.certificates.secret}: {exc}", file=sys.stderr)
+                log.error("certificates from Secret %s: %s", cfg.certificates.secret, exc)
                 return None
             time.sleep(2)
-    print(f"serving certificates from Secret {cfg.certificates.secret} (renewed automatically)", file=sys.stderr)
+    log.info("serving certificates from Secret %s (renewed automatically)", cfg.certificates.secret)
     return ServingCertificates(sync.paths, sync, cfg.certificates.checkIntervalSeconds)

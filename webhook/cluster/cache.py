@@ -128,6 +128,11 @@ class Informer(threading.Thread):
         self._stop_event = threading.Event()
         self.relists = 0
         self._restored: str | None = None
+        from webhook import metrics          # after PROMETHEUS_MULTIPROC_DIR is set (serve_command)
+        # Each at zero from this worker's start: not synced, no objects, no event yet.
+        self._m_synced, self._m_objects, self._m_last_event, self._m_relists = (
+            m.labels(plural) for m in (metrics.CACHE_SYNCED, metrics.CACHE_OBJECTS, metrics.CACHE_LAST_EVENT,
+                                       metrics.CACHE_RELISTS))
 
     def stop(self) -> None:
         self._stop_event.set()
@@ -203,8 +208,13 @@ class Informer(threading.Thread):
 
     def _synced(self, how: str) -> None:
         log.info("%s synced: %s", self.plural, how)
-        from webhook.metrics import CACHE_SYNCED
-        CACHE_SYNCED.labels(self.plural).set(1)
+        self._m_synced.set(1)
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """The cache is as fresh as now: a LIST, a watch event or a bookmark just came."""
+        self._m_last_event.set(time.time())
+        self._m_objects.set(len(self.store.objects))
 
     def run(self) -> None:
         from kubernetes import watch
@@ -218,7 +228,10 @@ class Informer(threading.Thread):
                 else:
                     if self.version is None:
                         self.version = self._discover()
+                    relisting = self.store.synced     # the first LIST of this worker is no relist
                     self._synced(self._list())
+                    if relisting:
+                        self._m_relists.inc()
                 backoff = 0.5
                 while not self._stop_event.is_set():
                     w = watch.Watch()
@@ -230,6 +243,7 @@ class Informer(threading.Thread):
                         if self.store.apply(event) == RELIST or self._stop_event.is_set():
                             w.stop()
                             break
+                        self._fresh()     # bookmarks (allow_watch_bookmarks) keep a quiet cluster fresh
                     else:
                         continue      # the server ended the watch: resume from the last version
                     break             # RELIST or stop
@@ -274,6 +288,11 @@ class ClusterCache:
     def stop(self) -> None:
         for inf in self.informers.values():
             inf.stop()
+
+    @property
+    def api_client(self):
+        """The connection to the API server (webhook.cluster.events writes with it)."""
+        return self.api.api_client
 
     @property
     def synced(self) -> dict[str, bool]:

@@ -21,8 +21,9 @@ from typing import Any, Callable
 
 from webhook import engine, kinds, metrics
 from webhook.admission import review
+from webhook.cluster import events
 from webhook.cluster.view import Judgment, NeedsNetwork
-from webhook.server.logs import bounded, request_fields
+from webhook.server.logs import bounded, enforced, request_fields
 
 log = logging.getLogger("workload_webhook.server")
 
@@ -45,11 +46,14 @@ class Later:
         self.admission, self.route, self.parsed, self.started = admission, route, parsed, started
 
     def run(self, still_wanted: Callable[[], bool]) -> Answer | None:
-        if not still_wanted():
-            log.debug("not judged: the client has gone", extra={"uid": bounded(self.parsed.uid),
-                                                               "endpoint": self.route[0]})
-            return None
-        return self.admission._judged(self.route, self.parsed, self.started, may_wait=True)
+        try:
+            if not still_wanted():
+                log.debug("not judged: the client has gone", extra={"uid": bounded(self.parsed.uid),
+                                                                   "endpoint": self.route[0]})
+                return None
+            return self.admission._judged(self.route, self.parsed, self.started, may_wait=True)
+        finally:
+            self.admission.metrics.in_flight[self.route[0]].dec()     # in flight from `answer` on
 
 
 class Admission:
@@ -60,6 +64,8 @@ class Admission:
         self.state, self.fallback = state, fallback
         cfg = state.config
         self.known = {k.kind for k in (*kinds.SCHEDULING_KINDS, kinds.POD)} | {t.kind for t in cfg.targets}
+        self.metrics = metrics.Admission()
+        self.events = events.recorder(cfg.events, state.view)      # None unless events.enabled
 
     @staticmethod
     def route(method: bytes, path: str) -> Route | None:
@@ -72,16 +78,28 @@ class Admission:
     def answer(self, route: Route, raw: bytes, content_type: str | None) -> Answer | Later:
         """The answer, judged at once without waiting for the API server; or Later,
         when the judgment must wait for it. `raw` is the whole body, within the limit
-        (the HTTP layer refuses the rest: webhook/server/reader.py)."""
+        (the HTTP layer refuses the rest: webhook/server/reader.py). In flight until
+        answered, Later's wait for the pool included."""
         started = time.perf_counter()
+        in_flight = self.metrics.in_flight[route[0]]
+        in_flight.inc()
         try:
             parsed = review.parse(raw, content_type)
         except review.BadReview as exc:
+            in_flight.dec()
             metrics.REJECTED_INPUT.labels("malformed").inc()
+            self.metrics.observe(route[0], "refused", time.perf_counter() - started)
             log.info("refused: %s", exc.reason, extra={"endpoint": route[0], "status": exc.status})
             return exc.status, _error(exc.reason), False
-        judged = self._judged(route, parsed, started, may_wait=False)
-        return judged if judged is not None else Later(self, route, parsed, started)
+        try:
+            judged = self._judged(route, parsed, started, may_wait=False)
+        except BaseException:
+            in_flight.dec()
+            raise
+        if judged is None:
+            return Later(self, route, parsed, started)
+        in_flight.dec()
+        return judged
 
     def _judged(self, route: Route, parsed: review.Review, started: float, may_wait: bool) -> Answer | None:
         """The answer, every metric and log line of it; None (nothing recorded) when a
@@ -105,28 +123,16 @@ class Admission:
         for resource, source in judgment.lookups:
             metrics.LOOKUPS.labels(resource, source).inc()
         if verdict is not None and (verdict.warned or verdict.audits):
-            _record_enforced(verdict, req, parsed, endpoint)
+            enforced(log, parsed, endpoint, verdict)
+        if outcome == "denied" and self.events is not None:
+            self.events.denied(parsed, endpoint, verdict)     # queued: written by the recorder's thread
         elapsed = time.perf_counter() - started
-        metrics.REQUESTS.labels(endpoint, self._kind(req), req.operation, outcome).inc()
-        metrics.LATENCY.labels(endpoint).observe(elapsed)
+        self.metrics.answered(endpoint, self._kind(req), req.operation, outcome, elapsed, verdict)
         # Denials and errors always; allowed requests only at debug (their cost is per Pod of a burst).
         level = logging.DEBUG if outcome in ("allowed", "patched") else logging.INFO
         if log.isEnabledFor(level):
             log.log(level, "%s %s", endpoint, outcome, extra=request_fields(parsed, endpoint, outcome, elapsed, verdict))
         return 200, review.encode(answer), False
-
-
-def _record_enforced(verdict, req: engine.Request, parsed, endpoint: str) -> None:
-    """Violations enforced as warn/audit: a metric per rule and one log line (the request
-    itself may still be denied by another violation)."""
-    for action, errors in (("warn", verdict.warned), ("audit", verdict.audits)):
-        for e in errors:
-            metrics.ENFORCED.labels(e.rule or "", action).inc()
-        if errors:
-            log.info("%s %s with %d %s violation(s)", endpoint, "admitted" if verdict.allowed else "denied",
-                     len(errors), action,
-                     extra={**request_fields(parsed, endpoint, action, 0.0, None),
-                            "violations": [bounded(str(e)) for e in errors[:20]]})
 
 
 def _error(reason: str) -> bytes:

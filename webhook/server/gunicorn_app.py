@@ -7,6 +7,7 @@ number of workers, the timeouts its arbiter enforces, logging). TLS only
 worker without a restart, Prometheus multiprocess bookkeeping."""
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -25,8 +26,10 @@ def _metrics_listener(host: str, s, certificates: ServingCertificates):
     tls = ReloadingContext(certificates.paths.cert, certificates.paths.key).get if s.metricsTLS else None
     try:
         return MetricsListener(host, s.metricsPort, metrics.render, tls).bind()
-    except OSError as exc:           # gunicorn prints it as one line and exits 1
-        raise RuntimeError(f"server.metricsPort {s.metricsPort}: cannot listen on {host}: {exc.strerror}") from None
+    except OSError as exc:           # one line (as logFormat says), exit 1
+        logging.getLogger("workload_webhook.serve").error("server.metricsPort %s: cannot listen on %s: %s",
+                                                           s.metricsPort, host, exc.strerror)
+        raise SystemExit(1) from None
 
 
 def _child_exit(server, worker) -> None:
@@ -51,6 +54,7 @@ class WebhookServer(BaseApplication):
         super().__init__()
 
     def load_config(self) -> None:
+        from webhook.server import logs, series
         s = self.launch.config.server
         host = f"[{s.bindAddress}]" if ":" in s.bindAddress else s.bindAddress
         options = {
@@ -65,8 +69,10 @@ class WebhookServer(BaseApplication):
             "keyfile": self.launch.certificates.paths.key,
             "child_exit": _child_exit,
             "loglevel": s.logLevel,
+            "logconfig_dict": logs.gunicorn_logconfig(s.logLevel, s.logFormat),    # gunicorn's lines as ours
             "proc_name": "workload-webhook",
         }
+        series.before_fork(self.launch.config, self.launch.certificates.paths)    # series at zero, expiry gauges
         if s.metricsPort and self.metrics is None:     # bound before any fork: a taken port fails the start
             self.metrics = _metrics_listener(host, s, self.launch.certificates)
         if self.metrics is not None:
