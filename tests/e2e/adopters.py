@@ -66,16 +66,17 @@ def install_crd(kubectl, name: str) -> str:
 
 
 class ProfileWebhook:
-    """A served webhook with `config`, registered for the config's targets only."""
+    """A served webhook with `config`, registered for the config's targets only
+    (`extra`: serve's flags, default no cluster)."""
 
-    def __init__(self, kubectl, workdir: str, name: str, config: dict):
+    def __init__(self, kubectl, workdir: str, name: str, config: dict, extra: list[str] | None = None):
         self.kubectl, self.name = kubectl, name
         os.makedirs(workdir, exist_ok=True)
         path = os.path.join(workdir, "config.yaml")
         with open(path, "w") as f:
             yaml.safe_dump(config, f)
         self.config = config_mod.load(path)
-        self.server = Server(workdir, config=path, extra=["--cluster", "disabled"])
+        self.server = Server(workdir, config=path, extra=extra or ["--cluster", "disabled"])
 
     def start(self, probe=None) -> "ProfileWebhook":
         self.server.start()

@@ -48,6 +48,7 @@ def test_410_gone_from_a_real_watch_relists_and_keeps_serving(etcd_backed):
     cp = etcd_backed
     _kubectl(cp, "create", "-f", "-", stdin=_pg("before"))
     from kubernetes import client
+    relists = _sample("workload_webhook_cluster_cache_relists_total")
     informer = Informer(client.CustomObjectsApi(api_client("kubeconfig", cp.kubeconfig("admin"))), "podgroups",
                         ("v1beta1", "v1alpha3"), watch_seconds=2)
     informer.start()
@@ -56,6 +57,11 @@ def test_410_gone_from_a_real_watch_relists_and_keeps_serving(etcd_backed):
         while not informer.store.synced and time.monotonic() < deadline:
             time.sleep(0.1)
         assert informer.store.get("default", "before") is not None and informer.relists == 1
+        assert _sample("workload_webhook_cluster_cache_relists_total") == relists     # the first LIST is no relist
+        assert _sample("workload_webhook_cluster_cache_synced") == 1
+        assert _sample("workload_webhook_cluster_cache_objects") == 1
+        listed_at = _sample("workload_webhook_cluster_cache_last_event_timestamp_seconds")
+        assert listed_at == pytest.approx(time.time(), abs=30)
         watched_from = informer.store.resource_version
         # Other writes move etcd's revision on; compacting there expires the informer's version.
         for i in range(3):
@@ -66,15 +72,58 @@ def test_410_gone_from_a_real_watch_relists_and_keeps_serving(etcd_backed):
         while informer.relists < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert informer.relists >= 2, "no relist after 410 Gone"
+        assert _sample("workload_webhook_cluster_cache_relists_total") >= relists + 1
+        assert _sample("workload_webhook_cluster_cache_last_event_timestamp_seconds") > listed_at
         assert int(informer.store.resource_version) >= int(revision) > int(watched_from)
         _kubectl(cp, "create", "-f", "-", stdin=_pg("after"))
         deadline = time.monotonic() + 30
         while informer.store.get("default", "after") is None and time.monotonic() < deadline:
             time.sleep(0.1)
         assert informer.store.get("default", "after") is not None, "the watch did not resume after the relist"
+        assert _sample("workload_webhook_cluster_cache_objects") == 2
         assert informer.store.get("default", "before") is not None
     finally:
         informer.stop()
+
+
+def _sample(name: str) -> float:
+    from prometheus_client import REGISTRY
+    return REGISTRY.get_sample_value(name, {"resource": "podgroups"}) or 0.0
+
+
+def test_bookmarks_and_the_watchs_own_end_keep_a_quiet_cache_fresh(cluster):
+    """No PodGroup is written, yet the last-event time moves on: the end of each healthy watch
+    (watch_seconds) counts, and so does a bookmark, which kube-apiserver's watch cache sends 2 s
+    before a watch's deadline (and about every minute) once its view of etcd has moved on: here
+    another object written, then a consistent LIST of PodGroups."""
+    from kubernetes import client
+    informer = Informer(client.CustomObjectsApi(api_client("kubeconfig", cluster.kubeconfig("admin"))), "podgroups",
+                        ("v1beta1", "v1alpha3"), watch_seconds=5)
+    informer.start()
+    name = f"bookmark-{int(time.time())}"
+    try:
+        deadline = time.monotonic() + 30
+        while not informer.store.synced and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert informer.store.synced
+        synced_at, version = _sample("workload_webhook_cluster_cache_last_event_timestamp_seconds"), \
+            informer.store.resource_version
+        objects = len(informer.store.objects)
+        deadline = time.monotonic() + 30
+        while _sample("workload_webhook_cluster_cache_last_event_timestamp_seconds") <= synced_at + 1:
+            assert time.monotonic() < deadline, "the end of a quiet watch did not count"
+            time.sleep(0.2)
+        _kubectl(cluster, "create", "configmap", name, "-n", "default")
+        _kubectl(cluster, "get", "podgroups", "-A")
+        deadline = time.monotonic() + 30
+        while informer.bookmarks == 0:
+            assert time.monotonic() < deadline, "no bookmark within 30 s"
+            time.sleep(0.2)
+        assert informer.relists == 1 and len(informer.store.objects) == objects     # no LIST, no PodGroup
+        assert int(informer.store.resource_version) > int(version)
+    finally:
+        informer.stop()
+        _kubectl(cluster, "delete", "configmap", name, "-n", "default", "--ignore-not-found", "--wait=false")
 
 
 def test_a_cluster_serving_only_v1alpha3_is_watched_in_v1alpha3(bin_dir, tmp_path_factory):

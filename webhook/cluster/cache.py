@@ -127,6 +127,7 @@ class Informer(threading.Thread):
         self.watch_seconds = watch_seconds
         self._stop_event = threading.Event()
         self.relists = 0
+        self.bookmarks = 0
         self._restored: str | None = None
         from webhook import metrics          # after PROMETHEUS_MULTIPROC_DIR is set (serve_command)
         # Each at zero from this worker's start: not synced, no objects, no event yet.
@@ -243,9 +244,12 @@ class Informer(threading.Thread):
                         if self.store.apply(event) == RELIST or self._stop_event.is_set():
                             w.stop()
                             break
+                        if event.get("type") == "BOOKMARK":
+                            self.bookmarks += 1
                         self._fresh()     # bookmarks (allow_watch_bookmarks) keep a quiet cluster fresh
                     else:
-                        continue      # the server ended the watch: resume from the last version
+                        self._fresh()     # the server ended a healthy watch with nothing more to say
+                        continue      # resume from the last version
                     break             # RELIST or stop
             except ApiException as exc:
                 if exc.status == GONE:
