@@ -421,11 +421,40 @@ def test_metrics_are_served_on_their_own_port_and_admission_is_not(release):
             proc = release.kubectl("get", "--raw", proxy.format(port=port, path=path), check=False)
             assert proc.returncode != 0 and "NotFound" in proc.stderr, (port, path, proc.stdout[:200], proc.stderr)
     assert any('workload_webhook_requests_total{' in m and 'kind="TrainJob"' in m for m in scraped)
+    _every_series_is_scraped(release, scraped)
     # `kubectl logs deploy/...` and the PodDisruptionBudget see the serving Pods, by the component too.
     assert sorted(names(release, "pods", NS)) == sorted(release.kubectl(
         "get", "pods", "-n", NS, "-l", SERVING, "-o", "jsonpath={.items[*].metadata.name}").stdout.split())
     pdb = json.loads(release.kubectl("get", "pdb", FULLNAME, "-n", NS, "-o", "json").stdout)
     assert pdb["status"]["expectedPods"] == 2 and pdb["status"]["currentHealthy"] == 2
+
+
+def _every_series_is_scraped(release, scraped: list[str]) -> None:
+    """Issue 30: each Pod's metrics port lists every series known in advance for the release's
+    own config (webhook/server/series.py), build_info, both certificates' expiry and the watch
+    cache's freshness, whatever it has served."""
+    from webhook import config as config_mod
+    from webhook.server import series
+    cfg = config_mod.from_dict(yaml.safe_load(release.kubectl("get", "configmap", FULLNAME, "-n", NS, "-o",
+                                                              "jsonpath={.data.config\\.yaml}").stdout))
+    expected = set()
+    for metric, labels in series.all_series(cfg):
+        name = metric._name + {"counter": "_total", "histogram": "_count"}.get(metric._type, "")
+        expected.add(name + "{" + ",".join(f'{k}="{v}"' for k, v in sorted(zip(metric._labelnames, labels))) + "}")
+    expected |= {f'workload_webhook_certificate_expiry_timestamp_seconds{{certificate="{c}"}}' for c in ("serving", "ca")}
+    expected |= {f'workload_webhook_cluster_cache_{m}{{resource="podgroups"}}'
+                 for m in ("synced", "objects", "last_event_timestamp_seconds", "relists_total")}
+    expected.add("workload_webhook_events_written_total")
+    assert len(expected) > 300
+    for text in scraped:
+        values = {line.rpartition(" ")[0]: float(line.rpartition(" ")[2])
+                  for line in text.splitlines() if line and not line.startswith("#")}
+        assert sorted(expected - set(values)) == []
+        info = [k for k in values if k.startswith("workload_webhook_build_info{")]
+        assert len(info) == 1 and values[info[0]] == 1, info
+        assert values['workload_webhook_certificate_expiry_timestamp_seconds{certificate="serving"}'] > time.time()
+        assert time.time() - values['workload_webhook_cluster_cache_last_event_timestamp_seconds{resource="podgroups"}'] \
+            < 600
 
 
 def test_the_serving_pods_logged_no_error_and_no_traceback(release):
