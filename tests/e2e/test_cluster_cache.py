@@ -148,3 +148,17 @@ def test_a_cluster_serving_only_v1alpha3_is_watched_in_v1alpha3(bin_dir, tmp_pat
             cache.stop()
     finally:
         cp.stop()
+
+
+def test_the_served_caches_freshness_adds_up_over_the_workers(webhook):
+    """`serve` with two workers and the master's one LIST: every worker's cache synced (the
+    lowest), its objects, a recent last event. (The LIST's child process once wrote a zero that
+    held the synced gauge at 0 for ever.)"""
+    _, _, body = webhook.server.get("/metrics")
+    values = {line.rpartition(" ")[0]: float(line.rpartition(" ")[2])
+              for line in body.decode().splitlines() if line and not line.startswith("#")}
+    assert values['workload_webhook_cluster_cache_synced{resource="podgroups"}'] == 1
+    assert values['workload_webhook_cluster_cache_objects{resource="podgroups"}'] >= 0
+    assert time.time() - values['workload_webhook_cluster_cache_last_event_timestamp_seconds{resource="podgroups"}'] \
+        < 600
+    assert values['workload_webhook_cluster_cache_relists_total{resource="podgroups"}'] == 0

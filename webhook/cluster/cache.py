@@ -129,11 +129,14 @@ class Informer(threading.Thread):
         self.relists = 0
         self.bookmarks = 0
         self._restored: str | None = None
+
+    def _metrics(self) -> None:
+        """Each series at zero from run() on, not before: the master's LIST (snapshot.py) runs an Informer
+        in a child that never runs, whose zeros would hold the workers' livemin gauges at zero."""
         from webhook import metrics          # after PROMETHEUS_MULTIPROC_DIR is set (serve_command)
-        # Each at zero from this worker's start: not synced, no objects, no event yet.
         self._m_synced, self._m_objects, self._m_last_event, self._m_relists = (
-            m.labels(plural) for m in (metrics.CACHE_SYNCED, metrics.CACHE_OBJECTS, metrics.CACHE_LAST_EVENT,
-                                       metrics.CACHE_RELISTS))
+            m.labels(self.plural) for m in (metrics.CACHE_SYNCED, metrics.CACHE_OBJECTS, metrics.CACHE_LAST_EVENT,
+                                            metrics.CACHE_RELISTS))
 
     def stop(self) -> None:
         self._stop_event.set()
@@ -221,6 +224,7 @@ class Informer(threading.Thread):
         from kubernetes import watch
         from kubernetes.client.rest import ApiException
         backoff = 0.5
+        self._metrics()
         while not self._stop_event.is_set():
             try:
                 if self._restored is not None:
@@ -294,8 +298,7 @@ class ClusterCache:
             inf.stop()
 
     @property
-    def api_client(self):
-        """The connection to the API server (webhook.cluster.events writes with it)."""
+    def api_client(self):          # webhook.cluster.events writes with it
         return self.api.api_client
 
     @property
