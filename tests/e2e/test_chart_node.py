@@ -445,7 +445,7 @@ def _every_series_is_scraped(release, scraped: list[str]) -> None:
     expected |= {f'workload_webhook_cluster_cache_{m}{{resource="podgroups"}}'
                  for m in ("synced", "objects", "last_event_timestamp_seconds", "relists_total")}
     expected.add("workload_webhook_events_written_total")
-    assert len(expected) > 300
+    assert len(expected) > 200          # one target: about 300
     for text in scraped:
         values = {line.rpartition(" ")[0]: float(line.rpartition(" ")[2])
                   for line in text.splitlines() if line and not line.startswith("#")}
