@@ -133,10 +133,12 @@ class Exclusive:
 class Report:
     """How a check states the operator's own rule: its error type, a fixed bad value
     (OMIT: the check's own), and its text. A check with a Report is a mirror of that
-    operator: its errors carry the text unchanged and no rule id (they always deny)."""
+    operator: its errors carry the text unchanged and no rule id (they always deny);
+    `rule` is the catalogue's id of the operator's rule (JS-n, LWS-n: metrics and logs)."""
     type: str
     message: str
     value: Any = OMIT
+    rule: str | None = None
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,7 @@ class Matched:
     lists: tuple[MatchIn, ...]
     type: str = "Invalid"
     show: str | None = None
+    rule: str | None = None
 
 
 @dataclass(frozen=True)
@@ -233,6 +236,7 @@ class SetOnce:
     added: str
     removed: str
     alone: tuple[str, ...] = ()
+    rule: str | None = None
 
 
 @dataclass(frozen=True)
@@ -297,7 +301,7 @@ def parse_semantics(raw: dict, where: Path, errors: list[FieldError], named: dic
 
 
 def _report(e: dict, default_type: str) -> Report:
-    return Report(e.get("type", default_type), e["message"], e["value"] if "value" in e else OMIT)
+    return Report(e.get("type", default_type), e["message"], e["value"] if "value" in e else OMIT, e.get("rule"))
 
 
 def _opt(e: dict, key: str, where: Path, errors: list[FieldError], named: dict, cond: bool = False) -> Any:
@@ -351,7 +355,7 @@ def parse_checks(raw: dict, where: Path, errors: list[FieldError], named: dict[s
         lists = tuple(MatchIn(_path(m["list"], at.child("in", j, "list"), errors), m["message"],
                               opt(m, "when", at.child("in", j), True)) for j, m in enumerate(e["in"]))
         return Matched(_path(e["items"], at.child("items"), errors), tuple(e["keys"]), lists,
-                       e.get("type", "Invalid"), e.get("show"))
+                       e.get("type", "Invalid"), e.get("show"), e.get("rule"))
 
     checks = Checks(exclusive=exclusive,
                     operatorOwned=_guarded(raw.get("operatorOwned") or [], where.child("operatorOwned"), errors, named, "Forbidden"),
@@ -366,7 +370,7 @@ def parse_checks(raw: dict, where: Path, errors: list[FieldError], named: dict[s
                     matched=_entries(raw, "matched", where, errors, matched),
                     setOnce=_entries(raw, "setOnce", where, errors, lambda e, at: SetOnce(
                         _path(e["path"], at.child("path"), errors), e.get("type", "Invalid"), e["added"], e["removed"],
-                        tuple(e.get("alone") or ()))))
+                        tuple(e.get("alone") or ()), e.get("rule"))))
     return checks
 
 

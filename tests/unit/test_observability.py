@@ -204,3 +204,32 @@ def test_gunicorn_lines_go_through_the_json_formatter(capsys):
     finally:
         root.handlers[:], _ = saved
         root.setLevel(saved[1])
+
+
+def test_the_operators_rules_of_the_profiles_carry_their_ids_never_in_their_text():
+    """JS-n and LWS-n (each check's `rule` in webhook/profiles/*.yaml): every error of the
+    operator-rule cases names a rule, and each of the twelve is found under its own id."""
+    from tests.unit import test_operator_rules as cases
+    found = set()
+    judged = [(c[1], None) for c in cases.JOBSET + cases.LWS] + [(c[1], c[2]) for c in
+                                                                   cases.JOBSET_UPDATES + cases.LWS_UPDATES]
+    for obj, old in judged:
+        for e in engine.validate(engine.Request.for_object(obj, old), cases.CFG).errors:
+            assert e.id is not None, str(e)
+            if e.id.startswith(("JS-", "LWS-")):
+                assert e.rule is None and f"({e.id})" not in str(e)
+                found.add(e.id)
+    assert found == {f"JS-{i}" for i in range(1, 7)} | {f"LWS-{i}" for i in range(1, 7)}
+
+
+def test_a_configured_check_may_name_its_rule_and_a_bad_id_is_refused():
+    from webhook.config import ConfigError, from_dict
+    target = {"group": "x.example.com", "kind": "X", "groups": [{"at": "spec.scheduling"}],
+              "checks": {"refuse": [{"path": "spec.forbidden", "message": "no", "rule": "X-1"}]}}
+    obj = {"apiVersion": "x.example.com/v1", "kind": "X", "metadata": {"name": "x", "namespace": "ml"},
+           "spec": {"forbidden": 1}}
+    [error] = engine.validate(engine.Request.for_object(obj), from_dict({"targets": [target]})).errors
+    assert (error.id, str(error)) == ("X-1", "spec.forbidden: Forbidden: no")
+    target["checks"]["refuse"][0]["rule"] = "not an id"
+    with pytest.raises(ConfigError):
+        from_dict({"targets": [target]})

@@ -1,7 +1,7 @@
 """Checks that compare values across an object (webhook.semantics Agree, Matched):
 values that must agree with a reference (the first), and items that must have
 an exact match in other lists. Both state an operator's own rule in its words
-(a Report), so their errors are mirrors: no rule id."""
+(a Report), so their errors are mirrors: no rule id in their text."""
 from __future__ import annotations
 
 import json
@@ -24,7 +24,7 @@ def _text(message: str, expected: Any, actual: Any) -> str:
 
 def _error(a: Agree, at: Path, value: Any, expected: Any, actual: Any) -> FieldError:
     return FieldError(a.report.type, at, value if a.report.value is OMIT else a.report.value,
-                      _text(a.report.message, expected, actual))
+                      _text(a.report.message, expected, actual), mirror=a.report.rule)
 
 
 def agree(obj: dict, old: dict | None, a: Agree) -> list[FieldError]:
@@ -79,5 +79,6 @@ def matched(obj: dict, old: dict | None, m: Matched) -> list[FieldError]:
             entries = get_or_none(obj, lst.list.concrete(b[:lst.list.wildcards]))
             if not (isinstance(entries, list) and any(
                     isinstance(e, dict) and all(same_json(e.get(k), item.get(k)) for k in m.keys) for e in entries)):
-                out.append(FieldError(m.type, m.items.concrete(b), item.get(m.show) if m.show else item, lst.message))
+                out.append(FieldError(m.type, m.items.concrete(b), item.get(m.show) if m.show else item, lst.message,
+                                      mirror=m.rule))
     return out

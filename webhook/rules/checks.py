@@ -2,7 +2,7 @@
 that exclude each other (TGT-5), fields the operator owns (TGT-6), names that
 must reference list items, each at most once (TGT-7), list lengths required
 by another field (TGT-8), and fields frozen after create (TGT-9); and the
-operators' own rules in their words (a Report: mirrors, no rule id), whose
+operators' own rules in their words (a Report: mirrors, no rule id in their text), whose
 families live beside this module: values that agree and items that match
 (agreement), fields refused or required under a condition (guards).
 
@@ -82,7 +82,7 @@ def _stated(g: Guarded, at: Path, default: FieldError, rule: str) -> FieldError:
     """The operator's words when the entry states them (a mirror), else this service's (rule id)."""
     if g.report is None:
         return by_rule([default], rule)[0]
-    return FieldError(g.report.type, at, g.report.value, g.report.message)
+    return FieldError(g.report.type, at, g.report.value, g.report.message, mirror=g.report.rule)
 
 
 def _owned(obj: dict, old: dict | None, checks: Checks) -> list[FieldError]:

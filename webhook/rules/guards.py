@@ -1,7 +1,8 @@
 """Checks guarded by conditions (webhook.semantics Refuse, Require, SetOnce): a
 field refused while a condition holds, a condition required while another
 holds, and a field that may not appear or vanish on update. Each states an
-operator's own rule in its words, so its errors are mirrors: no rule id."""
+operator's own rule in its words, so its errors are mirrors: no rule id in their
+text (their `rule` is the metrics' and logs' id)."""
 from __future__ import annotations
 
 from webhook.field import OMIT, FieldError
@@ -17,7 +18,8 @@ def refuse(obj: dict, old: dict | None, r: Refuse) -> list[FieldError]:
         at = r.path.concrete(b)
         value = get_or_none(obj, at)
         if value is not None and holds(r.when, obj, old, b, r.path, memo):
-            out.append(FieldError(r.report.type, at, value if r.report.value is OMIT else r.report.value, r.report.message))
+            out.append(FieldError(r.report.type, at, value if r.report.value is OMIT else r.report.value, r.report.message,
+                                  mirror=r.report.rule))
     return out
 
 
@@ -28,7 +30,7 @@ def require(obj: dict, old: dict | None, r: Require) -> list[FieldError]:
         if holds(r.when, obj, old, b, r.at, memo) and not holds(r.need, obj, old, b, r.at, memo):
             at = r.at.concrete(b)
             value = get_or_none(obj, at) if r.report.value is OMIT else r.report.value
-            out.append(FieldError(r.report.type, at, value, r.report.message))
+            out.append(FieldError(r.report.type, at, value, r.report.message, mirror=r.report.rule))
     return out
 
 
@@ -41,4 +43,5 @@ def set_once(obj: dict, old: dict | None, s: SetOnce) -> tuple[list[FieldError],
     way = "added" if before is None and new is not None else "removed" if before is not None and new is None else None
     if way is None:
         return [], False
-    return [FieldError(s.type, at, OMIT, s.added if way == "added" else s.removed)], way in s.alone
+    error = FieldError(s.type, at, OMIT, s.added if way == "added" else s.removed, mirror=s.rule)
+    return [error], way in s.alone
