@@ -34,7 +34,7 @@ from prometheus_client import Histogram  # noqa: E402
 
 from webhook import config, metrics  # noqa: E402
 from webhook.cluster.view import StaticView  # noqa: E402
-from webhook.server.app import State, create_app  # noqa: E402
+from webhook.server.app import State, build_admission  # noqa: E402
 
 OLD_LATENCY = Histogram("bench_request_duration_seconds", "the histogram as it was: one label", ["endpoint"],
                         buckets=metrics.LATENCY._upper_bounds[:-1])
@@ -53,6 +53,9 @@ class Before:
     def observe(self, endpoint, outcome, elapsed) -> None:
         OLD_LATENCY.labels(endpoint).observe(elapsed)
 
+    def looked_up(self, resource, source) -> None:
+        metrics.LOOKUPS.labels(resource, source).inc()
+
 
 class _Nothing:
     def inc(self, *a) -> None:
@@ -65,7 +68,7 @@ class Nothing(Before):
     def answered(self, *a) -> None:
         pass
 
-    observe = answered
+    observe = looked_up = answered
 
 
 def review(obj: dict, operation: str = "CREATE") -> bytes:
@@ -85,7 +88,7 @@ def main() -> None:
     cfg = config.load(os.path.join(ROOT, "examples", "config.yaml"))
     group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "train", "namespace": "ml"},
              "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}, "disruptionMode": {"single": {}}}}
-    admission = create_app(State(cfg, StaticView([group], authoritative=True)))
+    admission = build_admission(State(cfg, StaticView([group], authoritative=True)))
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-0", "namespace": "ml",
                                                           "labels": {cfg.groupLabel: "train"}},
            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}

@@ -76,6 +76,9 @@ class BridgeSettings:
     def dialects(self) -> tuple[str, ...]:
         """The dialects switched on, by name."""
         return tuple(n for n, on in (("coscheduling", self.coscheduling), ("volcano", self.volcano)) if on)
+
+
+@dataclass(frozen=True)
 class EventSettings:
     """Kubernetes Events for denials (webhook.cluster.events), rate-limited per worker."""
     enabled: bool = False

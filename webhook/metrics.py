@@ -26,13 +26,13 @@ LATENCY = Histogram("workload_webhook_request_duration_seconds",
                     ["endpoint", "outcome"],
                     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
 IN_FLIGHT = Gauge("workload_webhook_requests_in_flight",
-                  "Admission requests being judged now (in the event loops and the lookup pools)",
+                  "Admission requests read and not yet answered (judged in an event loop, or waiting for a lookup pool)",
                   ["endpoint"], multiprocess_mode="livesum")
 VIOLATIONS = Counter("workload_webhook_violations_total",
                      "Requests with a violation of the rule (docs/rules.md id; none: an error naming no rule), "
                      "by the action enforced: deny, warn or audit", ["rule", "kind", "operation", "action"])
 REJECTED_INPUT = Counter("workload_webhook_rejected_input_total", "Requests refused before judging (4xx)", ["reason"])
-REJECTED_REASONS = ("too_large", "unreadable", "malformed")
+REJECTED_REASONS = ("malformed",)          # a body over the limit is the HTTP layer's (body_too_large)
 # Every reason a connection refuses a request with (webhook/server/request.py, connection.py).
 HTTP_REFUSAL_REASONS = ("malformed", "head_too_large", "host", "framing", "expectation", "upgrade",
                         "trailers_too_large", "body_too_large", "incomplete", "head_timeout", "body_timeout", "busy")
@@ -74,6 +74,7 @@ class Admission:
         self._requests: dict[tuple, object] = {}
         self._latency: dict[tuple, object] = {}
         self._violations: dict[tuple, object] = {}
+        self._lookups: dict[tuple, object] = {}
         self.in_flight = {e: IN_FLIGHT.labels(e) for e in ENDPOINTS}
 
     def answered(self, endpoint: str, kind: str, operation: str, outcome: str, elapsed: float, verdict) -> None:
@@ -85,6 +86,12 @@ class Admission:
         self.observe(endpoint, outcome, elapsed)
         if verdict is not None and (verdict.errors or verdict.warned or verdict.audits):
             self._violated(kind, operation, verdict)
+
+    def looked_up(self, resource: str, source: str) -> None:
+        counter = self._lookups.get((resource, source))
+        if counter is None:
+            counter = self._lookups[(resource, source)] = LOOKUPS.labels(resource, source)
+        counter.inc()
 
     def observe(self, endpoint: str, outcome: str, elapsed: float) -> None:
         histogram = self._latency.get((endpoint, outcome))

@@ -130,3 +130,27 @@ def test_a_judgment_whose_client_waits_is_answered_from_the_pool():
     answer = json.loads(transport.buffer.split(b"\r\n\r\n", 1)[1])["response"]
     assert answer["uid"] == "waits" and answer["allowed"] is True
     assert any("not checked against Workload 'wl'" in w for w in answer["warnings"]), answer
+
+
+def _in_flight(endpoint: str = "validate") -> float:
+    return REGISTRY.get_sample_value("workload_webhook_requests_in_flight", {"endpoint": endpoint}) or 0.0
+
+
+def test_a_review_is_in_flight_from_its_arrival_until_answered_its_wait_for_the_pool_included():
+    """Issue 30: workload_webhook_requests_in_flight. Judged at once: back to what it was; handed
+    to the pool: counted until the pool has judged it, or found its client gone."""
+    shared = Shared(view=refusing_cache())
+    conn, transport = shared.connect()
+    idle = _in_flight()
+    conn.data_received(post(waiting_review("in-flight")))
+    assert _in_flight() == idle + 1 and len(shared.loop.pool) == 1
+    shared.loop.pool.pop().run()
+    assert _in_flight() == idle and b"in-flight" in transport.buffer
+    conn.data_received(post(waiting_review("gone-in-flight")))
+    assert _in_flight() == idle + 1
+    conn.connection_lost(None)
+    shared.loop.pool.pop().run()
+    assert _in_flight() == idle
+    conn, _ = shared.connect()
+    conn.data_received(post(b"{not json"))                   # refused at once
+    assert _in_flight() == idle

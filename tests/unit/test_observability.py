@@ -233,3 +233,10 @@ def test_a_configured_check_may_name_its_rule_and_a_bad_id_is_refused():
     target["checks"]["refuse"][0]["rule"] = "not an id"
     with pytest.raises(ConfigError):
         from_dict({"targets": [target]})
+
+
+def test_the_bridges_pod_rules_are_created_only_with_the_bridge_on():
+    off = series.violation_labels(config())
+    on = series.violation_labels(config(bridge={"coscheduling": True}))
+    assert not any(r.startswith("BRG-") for r, _, _, _ in off)
+    assert {("BRG-2", "Pod", "CREATE", a) for a in ("deny", "warn", "audit")} <= on

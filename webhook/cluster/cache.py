@@ -282,6 +282,7 @@ class ClusterCache:
         from kubernetes import client
         self.timeout = timeout
         self.api = client.CustomObjectsApi(api_client)
+        self.api_client = api_client          # webhook.cluster.events writes with it
         self._namespaces: dict[str, tuple[float, dict | None]] = {}
         self.informers = {k.plural: Informer(self.api, k.plural, k.versions) for k in WATCHED}
         for plural, listed in (snapshot or {}).items():
@@ -296,10 +297,6 @@ class ClusterCache:
     def stop(self) -> None:
         for inf in self.informers.values():
             inf.stop()
-
-    @property
-    def api_client(self):          # webhook.cluster.events writes with it
-        return self.api.api_client
 
     @property
     def synced(self) -> dict[str, bool]:

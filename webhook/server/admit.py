@@ -121,7 +121,7 @@ class Admission:
                 metrics.ERRORS.labels(endpoint).inc()
                 answer, outcome, verdict = review.internal_error(parsed.uid), "error", None
         for resource, source in judgment.lookups:
-            metrics.LOOKUPS.labels(resource, source).inc()
+            self.metrics.looked_up(resource, source)
         if verdict is not None and (verdict.warned or verdict.audits):
             enforced(log, parsed, endpoint, verdict)
         if outcome == "denied" and self.events is not None:

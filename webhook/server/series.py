@@ -38,7 +38,8 @@ def judged(cfg: Config) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
 
 def violation_labels(cfg: Config) -> set[tuple[str, str, str, str]]:
     judged = [(k.kind, False, BOTH) for k in kinds.SCHEDULING_KINDS] + [(t.kind, True, BOTH) for t in cfg.targets]
-    return set(catalogue.violation_labels([*judged, (kinds.POD.kind, False, POD_OPS)]))
+    return set(catalogue.violation_labels([*judged, (kinds.POD.kind, False, POD_OPS)],
+                                          bridge=bool(cfg.bridge.dialects)))
 
 
 def all_series(cfg: Config) -> list[tuple[object, tuple[str, ...]]]:
