@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Build, without any container registry, the images the real-node e2e runs
 # (tests/e2e/node.py, tests/e2e/test_chart_node.py):
-#   base     Debian bookworm by debootstrap (minbase + python3, venv, pip, CA certificates)
-#            with `python3 -m venv /usr/local` inside: python:3.11-slim's layout
+#   base     Debian bookworm by debootstrap (minbase + python3, its venv module, binutils,
+#            CA certificates): the Dockerfile's build stage, as debian:bookworm-slim plus
+#            those packages is in the release workflow
 #   pause    FROM scratch, the static binary of hack/pause (containerd's sandbox_image)
 #   webhook  the repository's Dockerfile on that base (--build-arg BASE_IMAGE),
-#            tagged docker.io/library/workload-webhook:<chart appVersion>
+#            tagged docker.io/library/workload-webhook:<chart appVersion>; its size is
+#            printed (uncompressed and gzip; the goal is at most 150 MB uncompressed)
 #
 # Output: ${WW_CACHE:-~/.cache/workload-webhook}/images/, each keyed by a content hash:
 #   base-<h>.tar (rootfs), pause-<h>.tar and webhook-<h>.tar (docker-archive).
 # The webhook image is rebuilt when webhook/, schemas/, pyproject.toml,
-# constraints.txt, the Dockerfile or the base change, and reused otherwise.
+# constraints.txt, the Dockerfile, hack/image-rootfs.sh or the base change, and reused otherwise.
 # (README.md is copied into the build context, as the Dockerfile wants, but is not in
 # the key: it changes with most commits and only reaches the wheel's metadata.)
 # Progress goes to stderr; stdout ends with four KEY=VALUE lines (the inputs of
@@ -32,7 +34,7 @@ repo_root="$(cd "${script_dir}/.." && pwd)"
 cache_root="${WW_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/workload-webhook}"
 img_dir="${cache_root}/images"
 ca_bundle=/etc/ssl/certs/ca-certificates.crt
-base_packages="python3,python3-venv,python3-pip,ca-certificates"
+base_packages="python3,python3-venv,binutils,ca-certificates"
 debs=(containerd runc containernetworking-plugins iptables debootstrap buildah podman)
 
 log() { printf '[build-images] %s\n' "$*" >&2; }
@@ -84,7 +86,7 @@ debian_mirror() {
 }
 
 # --- (a) base: debootstrap rootfs -> containers-storage ---------------------------
-base_key="$(printf 'bookworm minbase %s venv:/usr/local v1\n' "${base_packages}" | sha)"
+base_key="$(printf 'bookworm minbase %s v2\n' "${base_packages}" | sha)"
 base_tar="${img_dir}/base-${base_key}.tar"
 base_image="localhost/workload-webhook-base:${base_key}"
 if force || [[ ! -s "${base_tar}" ]]; then
@@ -100,10 +102,7 @@ if force || [[ ! -s "${base_tar}" ]]; then
   log "step: debootstrap --variant=minbase bookworm (mirror from the apt configuration)"
   debootstrap --variant=minbase --include="${base_packages}" bookworm "${root}" "${mirror}" >&2 \
     || die "debootstrap failed (log: ${root}/debootstrap/debootstrap.log)"
-  log "step: python3 -m venv /usr/local (python:3.11-slim's layout)"
-  chroot "${root}" /usr/bin/python3 -m venv /usr/local >&2 || die "venv in the base failed"
-  chroot "${root}" /usr/local/bin/python3 -c 'import sys, pip; assert sys.prefix == "/usr/local"' >&2 \
-    || die "the base's /usr/local python is not the venv"
+  chroot "${root}" /usr/bin/python3.11 -c 'import ensurepip, venv' >&2 || die "the base's python3.11 has no venv"
   rm -rf "${root}"/var/cache/apt/archives/*.deb "${root}"/var/lib/apt/lists/* "${root}/debootstrap"
   : > "${root}/etc/apt/sources.list"   # the image names no mirror
   rm -f "${root}"/etc/apt/sources.list.d/*
@@ -150,7 +149,7 @@ webhook_image="docker.io/library/workload-webhook:${app_version}"
 cd "${repo_root}"
 inputs() {   # what the image is made of: the build context, minus caches
   find webhook schemas -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print
-  printf '%s\n' pyproject.toml constraints.txt Dockerfile
+  printf '%s\n' pyproject.toml constraints.txt Dockerfile hack/image-rootfs.sh
 }
 webhook_key="$( { echo "base ${base_key} ${webhook_image}"; inputs | LC_ALL=C sort | xargs sha256sum; } | sha)"
 webhook_tar="${img_dir}/webhook-${webhook_key}.tar"
@@ -168,22 +167,43 @@ if force || [[ ! -s "${webhook_tar}" ]]; then
     python3 -m pip config list 2>/dev/null \
       | sed -nE "s/^(global|install|:env:)\.(${keys})='(.*)'$/\2 = \3/p" | awk -F' = ' '!seen[$1]++'
   } > "${pip_conf}"
-  log "step: buildah bud ${webhook_image} (Dockerfile, BASE_IMAGE=${base_image})"
-  buildah bud --isolation chroot --network host --pull=false --layers=false \
-    --build-arg "BASE_IMAGE=${base_image}" \
+  # Built under a name of this build's own (two builds of one appVersion never push each
+  # other's image); the archive carries the name the chart asks for.
+  build_tag="localhost/workload-webhook-build:${webhook_key}"
+  # The image's times: the last commit's (SOURCE_DATE_EPOCH, as the release workflow sets it).
+  epoch="${SOURCE_DATE_EPOCH:-$(git -C "${repo_root}" log -1 --format=%ct 2>/dev/null || echo 0)}"
+  log "step: buildah bud ${webhook_image} (Dockerfile, BASE_IMAGE=${base_image}, SOURCE_DATE_EPOCH=${epoch})"
+  buildah bud --isolation chroot --network host --pull=false --layers=false --timestamp "${epoch}" \
+    --build-arg "BASE_IMAGE=${base_image}" --build-arg "SOURCE_DATE_EPOCH=${epoch}" \
     --volume "${ca_bundle}:${ca_bundle}:ro" --volume "${pip_conf}:/etc/pip.conf:ro" \
-    -f "${ctx}/Dockerfile" -t "${webhook_image}" "${ctx}" >&2 || die "buildah bud (webhook) failed"
+    -f "${ctx}/Dockerfile" -t "${build_tag}" "${ctx}" >&2 || die "buildah bud (webhook) failed"
   rm -f "${webhook_tar}.tmp"
-  buildah push "${webhook_image}" "docker-archive:${webhook_tar}.tmp:${webhook_image}" >&2 \
+  buildah push "${build_tag}" "docker-archive:${webhook_tar}.tmp:${webhook_image}" >&2 \
     || die "export of the webhook image failed"
   mv -f "${webhook_tar}.tmp" "${webhook_tar}"
-  buildah rmi "${webhook_image}" >/dev/null 2>&1 || true   # the archive is the cache
+  buildah rmi "${build_tag}" >/dev/null 2>&1 || true   # the archive is the cache
   find "${img_dir}" -maxdepth 1 -name 'webhook-*.tar' ! -name "${webhook_tar##*/}" -delete
   rm -rf "${ctx}" "${pip_conf}"
-  log "done: webhook image in $(elapsed "${t}") ($(du -h "${webhook_tar}" | cut -f1))"
+  log "done: webhook image in $(elapsed "${t}")"
 else
   log "cached: ${webhook_tar}"
 fi
+# The image's size: its layers as the node unpacks them, and gzip-compressed as a registry
+# stores them; measured once per build (the .size file beside the archive).
+size_file="${webhook_tar%.tar}.size"
+if [[ ! -s "${size_file}" || "${size_file}" -ot "${webhook_tar}" ]]; then
+  python3 - "${webhook_tar}" > "${size_file}" <<'PY' || die "cannot measure ${webhook_tar}"
+import gzip, json, sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    layers = json.load(t.extractfile("manifest.json"))[0]["Layers"]
+    raw = sum(t.getmember(name).size for name in layers)
+    packed = sum(len(gzip.compress(t.extractfile(name).read(), 6, mtime=0)) for name in layers)
+print(raw, packed)
+PY
+  find "${img_dir}" -maxdepth 1 -name 'webhook-*.size' ! -name "${size_file##*/}" -delete
+fi
+read -r raw packed < "${size_file}"
+awk -v r="${raw}" -v p="${packed}" 'BEGIN { printf "[build-images] webhook image: %.1f MB uncompressed (the goal: at most 150 MB), %.1f MB gzip-compressed\n", r / 1e6, p / 1e6 }' >&2
 
 echo "PAUSE_IMAGE=${pause_image}"
 echo "PAUSE_ARCHIVE=${pause_tar}"
