@@ -2,10 +2,13 @@
 test Pod matches a selector of the serving Pods), the metrics have a port of their own that the
 Service, ServiceMonitor and NetworkPolicy follow, `helm test` is hooks in the release namespace
 that are deleted pass or fail, and the registration policy is bounded by the release's values.
-What the API server does with these objects is in test_chart.py and test_chart_node.py."""
+Every name fits Kubernetes' limits for any release name helm accepts (issue 30, point 4), as the
+real API server judges them. What it does with these objects is in test_chart.py and
+test_chart_node.py; the standard knobs are in test_chart_knobs.py."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -157,3 +160,74 @@ def test_helm_lint_strict_is_clean(bin_dir, tmp_path, values):
     proc = subprocess.run([os.path.join(bin_dir, "helm"), "lint", "--strict", CHART, "-f", str(path)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "0 chart(s) failed" in proc.stdout, proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------- names within Kubernetes' limits
+
+LONGEST = "r" * 45 + "-release"                      # 53 characters: the longest name helm accepts
+NAME_LIMITS = {"CronJob": 52}                          # a Job's name is the CronJob's plus 11 characters
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+NO_CRD_HERE = ("cert-manager.io/", "monitoring.coreos.com/")
+ALL_OBJECTS = {**EVERYTHING, "prometheusRule": {"enabled": True}, "grafanaDashboard": {"enabled": True}}
+
+
+def render_as(bin_dir, tmp_path, release: str, values: dict, namespace: str = NS) -> list[dict]:
+    path = tmp_path / f"values-{len(os.listdir(tmp_path))}.yaml"
+    path.write_text(yaml.safe_dump(values))
+    proc = subprocess.run([os.path.join(bin_dir, "helm"), "template", release, CHART, "-n", namespace, "-f", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    cm = next(d for d in docs if d["kind"] == "ConfigMap" and "webhooks.yaml" in (d.get("data") or {}))
+    return docs + [d for d in yaml.safe_load_all(cm["data"]["webhooks.yaml"]) if d]   # what the Pods register
+
+
+@pytest.mark.parametrize("values", [ALL_OBJECTS, {**ALL_OBJECTS, "certificates": {"mode": "certManager"}}],
+                         ids=["self", "certManager"])
+def test_every_name_fits_for_a_53_character_release_and_the_api_server_agrees(bin_dir, tmp_path, kubectl, values):
+    namespace = "ww-names"
+    docs = render_as(bin_dir, tmp_path, LONGEST, values, namespace)
+    by_kind: dict[str, list[str]] = {}
+    for d in docs:
+        name = d["metadata"]["name"]
+        assert len(name) <= NAME_LIMITS.get(d["kind"], 63) and DNS_LABEL.match(name), (d["kind"], name, len(name))
+        by_kind.setdefault(d["kind"], []).append(name)
+        labels = dict(d["metadata"].get("labels") or {})
+        for template in (d.get("spec", {}).get("template"), d.get("spec", {}).get("jobTemplate", {}).get("spec", {})
+                         .get("template")):
+            labels.update(((template or {}).get("metadata") or {}).get("labels") or {})
+        assert all(len(str(v)) <= 63 for v in labels.values()), (d["kind"], name, labels)
+    assert all(len(set(names)) == len(names) for names in by_kind.values()), by_kind
+    # Whatever names something, names what the release creates.
+    sa = set(by_kind["ServiceAccount"])
+    assert one(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] in sa
+    assert one(docs, "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["serviceAccountName"] in sa
+    for binding in (d for d in docs if d["kind"] in ("RoleBinding", "ClusterRoleBinding")):
+        assert binding["roleRef"]["name"] in by_kind[binding["kind"].removesuffix("Binding")], binding["metadata"]
+        assert {s["name"] for s in binding["subjects"]} <= sa, binding["metadata"]
+    for binding in by_kind["ValidatingAdmissionPolicyBinding"]:
+        assert one(docs, "ValidatingAdmissionPolicyBinding", binding)["spec"]["policyName"] in \
+            by_kind["ValidatingAdmissionPolicy"]
+    service = one(docs, "Service")["metadata"]["name"]
+    assert {h["clientConfig"]["service"]["name"] for d in docs if d["kind"].endswith("WebhookConfiguration")
+            for h in d["webhooks"]} == {service}
+    # The real kube-apiserver validates every object (the CronJob's 52 characters included).
+    kubectl("create", "namespace", namespace, check=False)
+    checkable = [d for d in docs if not d["apiVersion"].startswith(NO_CRD_HERE)
+                 and not (d["metadata"].get("annotations") or {}).get("helm.sh/hook")]
+    proc = kubectl("apply", "--dry-run=server", "-n", namespace, "-f", "-", stdin=yaml.safe_dump_all(checkable),
+                   check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_long_names_that_differ_only_at_the_end_stay_distinct(bin_dir, tmp_path):
+    names = []
+    for release in (LONGEST, LONGEST[:-1] + "x"):
+        docs = render_as(bin_dir, tmp_path, release, {"audit": {"enabled": True}})
+        names.append((one(docs, "CronJob")["metadata"]["name"],
+                      next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"
+                           and d["metadata"]["name"].endswith("-registration"))["metadata"]["name"]))
+    assert names[0][0] != names[1][0] and names[0][1] != names[1][1], names
+    # A name that fits is left as it was.
+    docs = render_as(bin_dir, tmp_path, RELEASE, {"audit": {"enabled": True}})
+    assert one(docs, "CronJob")["metadata"]["name"] == f"{FULLNAME}-audit"

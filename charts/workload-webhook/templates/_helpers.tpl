@@ -1,25 +1,60 @@
-{{- define "ww.name" -}}workload-webhook{{- end -}}
+{{- define "ww.name" -}}
+{{- default "workload-webhook" .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 
+{{/* Every object's name: fullnameOverride, else the release name when it contains the chart's
+     name, else <release>-<name>; at most 63 characters (a release name has up to 53). */}}
 {{- define "ww.fullname" -}}
-{{- if contains "workload-webhook" .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains (include "ww.name" .) .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-workload-webhook" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name (include "ww.name" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
+{{- end -}}
+
+{{/* <fullname><suffix> within Kubernetes' limit for the kind (max: 63, a CronJob's 52): when too
+     long, the fullname is cut and a hash of it added, so two releases never share the name. */}}
+{{- define "ww.suffixedName" -}}
+{{- $full := include "ww.fullname" .root -}}
+{{- $max := int (default 63 .max) -}}
+{{- if le (len (print $full .suffix)) $max -}}
+{{- print $full .suffix -}}
+{{- else -}}
+{{- $keep := int (sub (sub $max (len .suffix)) 7) -}}
+{{- printf "%s-%s%s" ($full | trunc $keep | trimSuffix "-") (sha256sum $full | trunc 6) .suffix -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ww.auditName" -}}{{ include "ww.suffixedName" (dict "root" . "suffix" "-audit" "max" 52) }}{{- end -}}
+
+{{- define "ww.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "ww.fullname" .) .Values.serviceAccount.name -}}
+{{- else if .Values.serviceAccount.name -}}
+{{- .Values.serviceAccount.name -}}
+{{- else -}}
+{{- fail "serviceAccount.name is required with serviceAccount.create false: the chart binds its RBAC to that ServiceAccount" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The chart's labels on every object; commonLabels add to them (never to a selector) and
+     cannot replace them. */}}
+{{- define "ww.standardLabels" -}}
+{{- toYaml (merge (dict "app.kubernetes.io/name" .name "app.kubernetes.io/instance" .root.Release.Name
+    "app.kubernetes.io/version" .root.Chart.AppVersion "app.kubernetes.io/managed-by" .root.Release.Service
+    "helm.sh/chart" (printf "%s-%s" .root.Chart.Name .root.Chart.Version)) .extra (.root.Values.commonLabels | default dict)) -}}
 {{- end -}}
 
 {{- define "ww.labels" -}}
-app.kubernetes.io/name: workload-webhook
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{ include "ww.standardLabels" (dict "root" . "name" (include "ww.name" .) "extra" dict) }}
 {{- end -}}
 
 {{/* The Deployment's selector, immutable since the first release, and the Service's: the audit and
      test Pods carry another app.kubernetes.io/name (ww.componentLabels), so neither ever matches them. */}}
 {{- define "ww.selector" -}}
-app.kubernetes.io/name: workload-webhook
+app.kubernetes.io/name: {{ include "ww.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
@@ -31,25 +66,41 @@ app.kubernetes.io/component: webhook
 {{- end -}}
 
 {{- define "ww.servingLabels" -}}
-{{ include "ww.labels" . }}
-app.kubernetes.io/component: webhook
+{{ include "ww.standardLabels" (dict "root" . "name" (include "ww.name" .) "extra" (dict "app.kubernetes.io/component" "webhook")) }}
 {{- end -}}
 
 {{/* The release's other components (audit, test): their own name, so no selector of the serving
      Pods matches them; part-of ties them to the release's application. */}}
 {{- define "ww.componentLabels" -}}
-app.kubernetes.io/name: workload-webhook-{{ .component }}
-app.kubernetes.io/part-of: workload-webhook
-app.kubernetes.io/component: {{ .component }}
-app.kubernetes.io/instance: {{ .root.Release.Name }}
-app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .root.Release.Service }}
-helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
+{{- $name := include "ww.name" .root -}}
+{{ include "ww.standardLabels" (dict "root" .root "name" (printf "%s-%s" $name .component | trunc 63 | trimSuffix "-")
+    "extra" (dict "app.kubernetes.io/part-of" $name "app.kubernetes.io/component" .component)) }}
+{{- end -}}
+
+{{/* registry/repository:tag[@digest] (image.registry, else a parent chart's global.imageRegistry). */}}
+{{- define "ww.image" -}}
+{{- $i := .Values.image -}}
+{{- $registry := $i.registry | default (.Values.global | default dict).imageRegistry -}}
+{{- $ref := printf "%s:%s" $i.repository (default .Chart.AppVersion $i.tag) -}}
+{{- with $registry }}{{ $ref = printf "%s/%s" (trimSuffix "/" .) $ref }}{{ end -}}
+{{- with $i.digest }}{{ $ref = printf "%s@%s" $ref . }}{{ end -}}
+{{- $ref -}}
+{{- end -}}
+
+{{/* The ports the serving container listens on: server.port and server.metricsPort, or with
+     hostNetwork the node ports of its own (the Service's targetPorts are the names, so they follow). */}}
+{{- define "ww.port" -}}
+{{- if .Values.hostNetwork.enabled }}{{ int .Values.hostNetwork.port }}{{ else }}{{ int .Values.server.port }}{{ end -}}
+{{- end -}}
+{{- define "ww.metricsPort" -}}
+{{- if .Values.hostNetwork.enabled }}{{ int .Values.hostNetwork.metricsPort }}{{ else }}{{ int .Values.server.metricsPort }}{{ end -}}
 {{- end -}}
 
 {{- define "ww.tlsSecret" -}}
-{{- if eq .Values.certificates.mode "provided" -}}{{ .Values.certificates.provided.secretName }}{{- else -}}{{ include "ww.fullname" . }}-tls{{- end -}}
+{{- if eq .Values.certificates.mode "provided" -}}{{ .Values.certificates.provided.secretName }}{{- else -}}{{ include "ww.suffixedName" (dict "root" . "suffix" "-tls") }}{{- end -}}
 {{- end -}}
+
+{{- define "ww.caConfigMap" -}}{{ include "ww.suffixedName" (dict "root" . "suffix" "-ca") }}{{- end -}}
 
 {{/* The config file: the user's config plus what the chart decides (server, certificates). */}}
 {{- define "ww.config" -}}
@@ -72,9 +123,20 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- end -}}
 {{- end -}}
 {{- $_ := set $c "server" (merge (dict "bindAddress" "0.0.0.0" "certDir" "/var/run/workload-webhook/certs" "cluster" "auto") $server) -}}
+{{- if .Values.hostNetwork.enabled -}}
+{{- /* on the node's network: the ports of its own (ww.port), which must differ */ -}}
+{{- if eq (int .Values.hostNetwork.port) (int .Values.hostNetwork.metricsPort) -}}
+{{- fail (printf "hostNetwork.metricsPort (%d) must differ from hostNetwork.port" (int .Values.hostNetwork.metricsPort)) -}}
+{{- end -}}
+{{- $_ := set $c.server "port" (int .Values.hostNetwork.port) -}}
+{{- $_ := set $c.server "metricsPort" (int .Values.hostNetwork.metricsPort) -}}
+{{- end -}}
+{{- if .Values.events.enabled -}}
+{{- $_ := set $c "events" (merge (dict "enabled" true) ($c.events | default dict)) -}}
+{{- end -}}
 {{- if eq .Values.certificates.mode "self" -}}
 {{- $s := .Values.certificates.self -}}
-{{- $_ := set $c "certificates" (dict "mode" "secret" "secret" (printf "%s/%s" .Release.Namespace (include "ww.tlsSecret" .)) "webhookConfiguration" (include "ww.fullname" .) "caConfigMap" (printf "%s-ca" (include "ww.fullname" .)) "dnsNames" (include "ww.dnsNames" . | fromYamlArray) "caValiditySeconds" (int $s.caValiditySeconds) "leafValiditySeconds" (int $s.leafValiditySeconds) "graceSeconds" (int $s.graceSeconds) "checkIntervalSeconds" (int $s.checkIntervalSeconds)) -}}
+{{- $_ := set $c "certificates" (dict "mode" "secret" "secret" (printf "%s/%s" .Release.Namespace (include "ww.tlsSecret" .)) "webhookConfiguration" (include "ww.fullname" .) "caConfigMap" (include "ww.caConfigMap" .) "dnsNames" (include "ww.dnsNames" . | fromYamlArray) "caValiditySeconds" (int $s.caValiditySeconds) "leafValiditySeconds" (int $s.leafValiditySeconds) "graceSeconds" (int $s.graceSeconds) "checkIntervalSeconds" (int $s.checkIntervalSeconds)) -}}
 {{- else -}}
 {{- $_ := set $c "certificates" (dict "mode" "files") -}}
 {{- end -}}
@@ -132,11 +194,29 @@ sideEffects: None
 admissionReviewVersions: ["v1"]
 timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
 matchPolicy: Equivalent
+{{ include "ww.selectors" . }}
+{{- end -}}
+
+{{/* What every webhook and the Pod membership policy leave alone: kube-system, the release namespace
+     and webhook.extraExcludedNamespaces always (the registration policy requires it), and what
+     webhook.namespaceSelector and objectSelector exempt: its matchExpressions are ANDed with that
+     exclusion, its matchLabels kept. */}}
+{{- define "ww.selectors" -}}
+{{- $ns := .Values.webhook.namespaceSelector | default dict -}}
 namespaceSelector:
+  {{- with $ns.matchLabels }}
+  matchLabels: {{- toYaml . | nindent 4 }}
+  {{- end }}
   matchExpressions:
     - key: kubernetes.io/metadata.name
       operator: NotIn
       values: {{ concat (list "kube-system" .Release.Namespace) .Values.webhook.extraExcludedNamespaces | uniq | sortAlpha | toJson }}
+    {{- with $ns.matchExpressions }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- with .Values.webhook.objectSelector }}
+objectSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{- define "ww.podMatchExpression" -}}
@@ -215,6 +295,6 @@ matchConditions:
 {{- define "ww.certManagerAnnotation" -}}
 {{- if eq .Values.certificates.mode "certManager" }}
 annotations:
-  cert-manager.io/inject-ca-from: {{ printf "%s/%s-serving" .Release.Namespace (include "ww.fullname" .) }}
+  cert-manager.io/inject-ca-from: {{ printf "%s/%s" .Release.Namespace (include "ww.suffixedName" (dict "root" . "suffix" "-serving")) }}
 {{- end }}
 {{- end -}}
