@@ -18,31 +18,37 @@ hack/fetch-sarif-schema.sh >/dev/null
 
 # Every tool the end-to-end tests need is built here, never inside a test (each script
 # is cached outside the repo and instant once built; the tests call it again for the path).
-setup() {   # setup SCRIPT WHAT
-  if ! "$1" >/dev/null; then
+setup() {   # setup WHAT COMMAND...
+  local what="$1"
+  shift
+  if ! "$@" >/dev/null; then
     if [[ "${CI:-}" == true ]]; then
-      echo "$2 failed: the end-to-end tests cannot run" >&2
+      echo "${what} failed: the end-to-end tests cannot run" >&2
       exit 1
     fi
-    echo "$2 failed: the end-to-end tests will fail with its output (WW_SKIP_E2E=1 leaves them out)" >&2
+    echo "${what} failed: the end-to-end tests will fail with its output (WW_SKIP_E2E=1 leaves them out)" >&2
   fi
 }
 if [[ "${CI:-}" == true || "${WW_SKIP_E2E:-0}" != 1 ]]; then
   # kube-apiserver, kube-scheduler, kube-controller-manager, kubelet, etcd, kubectl, helm from the
   # Go module proxy (~8-15 min cold on 2 cores).
-  setup hack/build-control-plane.sh "control-plane build"
+  setup "control-plane build" hack/build-control-plane.sh
   # kubeconform, for the target-schema tests.
-  setup hack/build-kubeconform.sh "kubeconform build"
+  setup "kubeconform build" hack/build-kubeconform.sh
+  # promtool, for the chart's alerting rules and dashboard queries; actionlint, for the release
+  # workflow (hack/tools.txt pins both; ~1-3 min each cold).
+  setup "promtool build" hack/build-tool.sh promtool
+  setup "actionlint build" hack/build-tool.sh actionlint
   # The differential test's oracle: upstream's workloadbuilder and batch/v1 Job validation, from
   # the module cache the control-plane build filled (~20 s once that build is cached).
-  setup hack/build-oracle.sh "oracle build"
+  setup "oracle build" hack/build-oracle.sh
   # The real node's runtime and images: containerd, runc, the CNI plugins, buildah and
   # debootstrap from Debian's packages; a debootstrap base, the pause image and the
   # webhook image from the Dockerfile, no registry (~3 min cold).
-  setup hack/build-images.sh "image build"
+  setup "image build" hack/build-images.sh
   # The real node's NetworkPolicy enforcer: kube-router's network-policy controller from the Go
   # module proxy, and Debian's ipset (~2 min cold).
-  setup hack/build-network-policy.sh "NetworkPolicy enforcer build"
+  setup "NetworkPolicy enforcer build" hack/build-network-policy.sh
 fi
 
 # pytest exits 5 when it collected no test: that is a failure here too.
