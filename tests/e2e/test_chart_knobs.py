@@ -60,7 +60,8 @@ def test_defaults_render_what_they_did(bin_dir, tmp_path):
         "livenessProbe": {"periodSeconds": 10, "failureThreshold": 3}, "readinessProbe": {"periodSeconds": 5},
         "startupProbe": {"periodSeconds": 2, "failureThreshold": 60}}
     assert [m["name"] for m in container["volumeMounts"]] == ["config", "certs", "tmp"]
-    assert [e["name"] for e in container["env"]] == ["PROMETHEUS_MULTIPROC_DIR", "POD_IP", "WW_REGISTER_REVISION"]
+    assert [e["name"] for e in container["env"]] == ["PROMETHEUS_MULTIPROC_DIR", "POD_IP", "WW_REGISTER_REVISION", "POD_NAME",
+                                                     "POD_NAMESPACE"]
     assert "envFrom" not in container and container["args"][-1] == f"--register-owner={FULLNAME}"
     assert "revisionHistoryLimit" not in one(docs, "Deployment")["spec"]
     assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
