@@ -10,7 +10,8 @@ from typing import Sequence
 
 import yaml
 
-from webhook import completion, engine, explain, server_settings, validate_command
+from webhook import completion, engine, explain, server_settings
+from webhook.validate import command as validate_command
 from webhook.certs_command import ip_address
 from webhook.cluster.view import StaticView
 from webhook.command_input import (EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, exit_now, label as _label, load as _load,

@@ -198,7 +198,7 @@ def test_sarif_is_valid_against_the_sarif_2_1_0_schema(capsys, inputs):
 
 
 def test_github_annotations_are_on_the_file_and_line(capsys, inputs):
-    from webhook.validate_output import github
+    from webhook.validate.output import github
     code, out, err = run(capsys, inputs, "-o", "github")
     assert code == 1
     commands = out.splitlines()
@@ -214,7 +214,7 @@ def test_github_annotations_are_on_the_file_and_line(capsys, inputs):
 
 
 def test_github_escapes_as_the_runner_unescapes():
-    from webhook.validate_output import github
+    from webhook.validate.output import github
     assert github.escape_data("100% done\r\nnext") == "100%25 done%0D%0Anext"
     assert github.escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
     assert github.command("error", "line one\nline two", file="dir/a,b.yaml", line=3, col=None, title="DIS-2") \

@@ -1,4 +1,4 @@
-"""A YAML stream read in parts by forked processes (webhook/parallel_yaml.py)
+"""A YAML stream read in parts by forked processes (webhook/manifests/parallel_yaml.py)
 gives what one sequential read gives: the same objects and spans in the same
 order, the first error in file order at the same line, and positions of
 violations in the last part right. The parts are made small here, so the
@@ -6,8 +6,9 @@ forked path runs on small inputs and on any number of cores."""
 import pytest
 import yaml
 
-from webhook import manifests, parallel_yaml
-from webhook.yaml_documents import TooLarge, documents
+from webhook import manifests
+from webhook.manifests import parallel_yaml
+from webhook.manifests.yaml_documents import TooLarge, documents
 
 
 @pytest.fixture(autouse=True)

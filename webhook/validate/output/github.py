@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from webhook.enforcement import fails
-from webhook.validate_output.model import SKIPPED, Report, write_lines
+from webhook.validate.output.model import SKIPPED, Report, write_lines
 
 
 def escape_data(text: str) -> str:

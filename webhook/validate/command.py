@@ -1,7 +1,7 @@
 """`validate`: the webhook's rules on files, as a CI gate.
 
 What is judged is decided per apiVersion and kind before any rule runs
-(webhook.coverage): a ConfigMap costs a lookup. Skipped means suspicious only
+(webhook.validate.coverage): a ConfigMap costs a lookup. Skipped means suspicious only
 (a configured kind at a version the config does not cover, an object without
 apiVersion/kind: `--fail-on-skipped` fails those); unrelated kinds are counted
 apart, and `--skip` adds kinds to them. An input with no object at all is an
@@ -15,13 +15,14 @@ import dataclasses
 import gc
 import sys
 
-from webhook import coverage, crd_fields, engine, manifests
+from webhook import crd_fields, engine, manifests
+from webhook.validate import coverage
 from webhook.cluster.view import StaticView
 from webhook.command_input import (EXIT_OK, EXIT_USAGE, label, load, load_config, package_version,
                                    profile as parse_profile)
 from webhook.field import ROOT, invalid
-from webhook.validate_output import FORMATS, render
-from webhook.validate_output.model import SKIPPED, UNRELATED, Report, Result, judged
+from webhook.validate.output import FORMATS, render
+from webhook.validate.output.model import SKIPPED, UNRELATED, Report, Result, judged
 from webhook.verdict import Verdict
 
 

@@ -13,7 +13,7 @@ from typing import TextIO
 
 from webhook.enforcement import fails
 from webhook.field import TYPES
-from webhook.validate_output.model import SKIPPED, Report, summary_lines
+from webhook.validate.output.model import SKIPPED, Report, summary_lines
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _REASONS = {reason: text for text, reason in TYPES.values()}

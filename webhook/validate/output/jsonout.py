@@ -8,7 +8,7 @@ from typing import TextIO
 
 import orjson
 
-from webhook.validate_output.model import SKIPPED, UNRELATED, Report, Result
+from webhook.validate.output.model import SKIPPED, UNRELATED, Report, Result
 
 
 def _findings(r: Result, level: str) -> list[dict]:

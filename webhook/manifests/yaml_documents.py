@@ -1,5 +1,5 @@
 """Strict YAML documents, fast: each document of a stream as the object it
-holds and where it sits in the text (its span, for webhook.positions).
+holds and where it sits in the text (its span, for webhook.manifests.positions).
 
 libyaml composes the nodes (CSafeLoader when present); the objects are built
 from the nodes here in one pass instead of by PyYAML's constructor, which took

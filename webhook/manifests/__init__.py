@@ -1,13 +1,13 @@
 """Reading manifests from files and directories: multi-document YAML, JSON,
 and `kind: List`. Problems are reported per file, never raised. Each object
-keeps its Origin, from which webhook.positions finds a field's line and column.
+keeps its Origin, from which positions.py finds a field's line and column.
 
 Hostile files are bounded: only regular files are read (a FIFO or a link to
 /dev/zero in a directory is reported, not opened), at most MAX_FILE_BYTES of
 each, and a document whose YAML aliases expand past MAX_NODES nodes (a
-"billion laughs") is refused while it is built (webhook.yaml_documents), as
+"billion laughs") is refused while it is built (webhook.manifests.yaml_documents), as
 kube-apiserver's YAML decoder refuses excessive aliasing. A large YAML stream
-is read on several cores (webhook.parallel_yaml)."""
+is read on several cores (webhook.manifests.parallel_yaml)."""
 from __future__ import annotations
 
 import contextlib
@@ -20,9 +20,9 @@ from typing import Any, Iterator
 
 import yaml
 
-from webhook import parallel_yaml
-from webhook.positions import Origin, Source
-from webhook.yaml_documents import TooLarge, is_list
+from webhook.manifests import parallel_yaml
+from webhook.manifests.positions import Origin, Source
+from webhook.manifests.yaml_documents import TooLarge, is_list
 
 SUFFIXES = (".yaml", ".yml", ".json")
 MAX_FILE_BYTES = 64 * 1024 * 1024

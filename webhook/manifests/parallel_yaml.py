@@ -1,5 +1,5 @@
 """A large YAML stream read on several cores: cut at document boundaries
-(`---` lines), each part composed and built by webhook.yaml_documents in a
+(`---` lines), each part composed and built by webhook.manifests.yaml_documents in a
 forked process, the objects sent back marshalled, their spans moved to where
 the part starts. libyaml holds the interpreter for the whole parse, so threads
 would not help; sending a part costs a tenth of parsing it.
@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from webhook.yaml_documents import DuplicateKey, Span, TooLarge, documents
+from webhook.manifests.yaml_documents import DuplicateKey, Span, TooLarge, documents
 
 MIN_PART_CHARS = 1_500_000
 MAX_PARTS = 8
@@ -132,7 +132,7 @@ def plan(text: str) -> list[int] | None:
 
 
 def read(text: str, budget: int) -> list[tuple[Any, Span, list[Span] | None]]:
-    """Every document of `text`, as webhook.yaml_documents.documents gives them."""
+    """Every document of `text`, as webhook.manifests.yaml_documents.documents gives them."""
     starts = plan(text)
     if starts is None:
         return list(documents(text, budget))

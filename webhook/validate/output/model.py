@@ -2,7 +2,7 @@
 object (its state, its verdict, whether it fails the run), the problems of
 files that could not be read, and the Summary whose counts explain the exit
 code. A violation's line and column are found only when a format asks
-(webhook.positions), so objects without findings cost nothing more."""
+(webhook.manifests.positions), so objects without findings cost nothing more."""
 from __future__ import annotations
 
 import re

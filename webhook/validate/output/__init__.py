@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from webhook.validate_output import github, jsonout, junit, sarif, text
-from webhook.validate_output.model import Report
+from webhook.validate.output import github, jsonout, junit, sarif, text
+from webhook.validate.output.model import Report
 
 _FORMATS = {"text": text, "json": jsonout, "junit": junit, "sarif": sarif, "github": github}
 FORMATS = tuple(_FORMATS)

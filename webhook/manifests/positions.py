@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import yaml
 from yaml.nodes import MappingNode, SequenceNode
 
-from webhook.yaml_documents import Loader, Span
+from webhook.manifests.yaml_documents import Loader, Span
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()

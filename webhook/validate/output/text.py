@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from webhook.validate_output.model import (AUDITED, SKIPPED, UNRELATED, VALID, WARNED, Report, Result,
+from webhook.validate.output.model import (AUDITED, SKIPPED, UNRELATED, VALID, WARNED, Report, Result,
                                            write_lines)
 
 _TAG = {"deny": "", "warn": "Warning: ", "audit": "Audit: ", "note": "Warning: "}

@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import TextIO
 
-from webhook.validate_output.model import SKIPPED, UNRELATED, Report, Result
+from webhook.validate.output.model import SKIPPED, UNRELATED, Report, Result
 
 #: Characters XML 1.0 cannot carry, even escaped.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
