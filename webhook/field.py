@@ -13,8 +13,18 @@ from typing import Any, Iterable, Union
 
 Segment = Union[str, int]
 
+class _Omit:
+    __slots__ = ()
+
+    def __reduce__(self) -> str:        # unpickled as the one marker, so `is OMIT` still holds
+        return "OMIT"
+
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
 # Marker for "no bad value to print" (upstream: field.omitValue).
-OMIT = object()
+OMIT = _Omit()
 
 
 class Path(tuple):
@@ -29,11 +39,14 @@ class Path(tuple):
     def __new__(cls, *segments: Segment) -> "Path":
         return super().__new__(cls, segments)
 
+    def __getnewargs__(self) -> tuple:     # pickled as its segments (tuple's own would nest them)
+        return tuple(self)
+
     def child(self, *segments: Segment) -> "Path":
-        return Path(*self, *segments)
+        return tuple.__new__(Path, self + segments)     # not through __new__: paths are made per field judged
 
     def index(self, i: int) -> "Path":
-        return Path(*self, i)
+        return tuple.__new__(Path, (*self, i))
 
     def key(self, k: str) -> "Path":
         return Path(*self, _MapKey(k))

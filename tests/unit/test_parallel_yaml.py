@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from webhook import manifests
+from webhook import forks
 from webhook.manifests import parallel_yaml
 from webhook.manifests.yaml_documents import TooLarge, documents
 
@@ -14,7 +15,7 @@ from webhook.manifests.yaml_documents import TooLarge, documents
 @pytest.fixture(autouse=True)
 def small_parts(monkeypatch):
     monkeypatch.setattr(parallel_yaml, "MIN_PART_CHARS", 2_000)
-    monkeypatch.setattr(parallel_yaml, "_usable_cores", lambda: 3)
+    monkeypatch.setattr(forks, "usable_cores", lambda: 3)
 
 
 def stream(count: int, newline: str = "\n") -> str:

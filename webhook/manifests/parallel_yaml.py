@@ -1,26 +1,23 @@
 """A large YAML stream read on several cores: cut at document boundaries
 (`---` lines), each part composed and built by webhook.manifests.yaml_documents in a
-forked process, the objects sent back marshalled, their spans moved to where
+forked process (webhook.forks), the objects sent back marshalled, their spans moved to where
 the part starts. libyaml holds the interpreter for the whole parse, so threads
 would not help; sending a part costs a tenth of parsing it.
 
 Only where it is safe and worth it: a stream of at least MIN_PART_CHARS per
-part, more than one usable core, no other thread running (a fork copies no
-thread), no directive (`%YAML`, `%TAG` apply to the next document, which a
+part, more than one usable core, a safe fork (webhook.forks.can_fork), no directive (`%YAML`, `%TAG` apply to the next document, which a
 cut could separate from them), and lines ending in \n or \r\n only. The result is the sequential one: the same
 objects in the same order, and the first error in file order."""
 from __future__ import annotations
 
 import marshal
-import multiprocessing
-import os
 import pickle
 import re
-import threading
 from typing import Any
 
 import yaml
 
+from webhook import forks
 from webhook.manifests.yaml_documents import DuplicateKey, Span, TooLarge, documents
 
 MIN_PART_CHARS = 1_500_000
@@ -28,14 +25,6 @@ MAX_PARTS = 8
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
 #: Line breaks libyaml counts that a count of "\n" would miss.
 _OTHER_BREAKS = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
-_TEXT = ""                     # the stream, set before forking: children read their part from it
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:     # not Linux
-        return os.cpu_count() or 1
 
 
 def _other_breaks(text: str) -> bool:
@@ -60,11 +49,11 @@ def _line_of(text: str, index: int, known: tuple[int, int]) -> int:
     return line + text.count("\n", at, index)
 
 
-def _parse_part(start: int, end: int, budget: int) -> tuple[str, Any]:
+def _parse_part(text: str, budget: int) -> tuple[str, Any]:
     """("ok", [(object, span tuple, item span tuples)]) or ("error", what the parent raises again)."""
     try:
         out = []
-        for obj, span, items in documents(_TEXT[start:end], budget):
+        for obj, span, items in documents(text, budget):
             out.append((obj, (span.start, span.end, span.line, span.column),
                         None if items is None else [(s.start, s.end, s.line, s.column) for s in items]))
         return "ok", out
@@ -81,11 +70,6 @@ def _parse_part(start: int, end: int, budget: int) -> tuple[str, Any]:
         return "deep", None
     except yaml.YAMLError as exc:
         return "yaml", (None, str(exc), None)
-
-
-def _child(conn, start: int, end: int, budget: int) -> None:
-    conn.send_bytes(_encode(_parse_part(start, end, budget)))
-    conn.close()
 
 
 def _encode(result: tuple[str, Any]) -> bytes:
@@ -123,9 +107,8 @@ def _shifted(result: tuple[str, Any], index: int, line: int) -> list[tuple[Any, 
 
 def plan(text: str) -> list[int] | None:
     """Where the parts of `text` start, or None when it is read in one piece."""
-    parts = min(_usable_cores(), MAX_PARTS, len(text) // MIN_PART_CHARS)
-    if parts < 2 or threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods() \
-            or text.startswith("%") or "\n%" in text or _other_breaks(text):
+    parts = min(forks.usable_cores(), MAX_PARTS, len(text) // MIN_PART_CHARS)
+    if parts < 2 or not forks.can_fork() or text.startswith("%") or "\n%" in text or _other_breaks(text):
         return None
     starts = cuts(text, parts)
     return starts if len(starts) > 1 else None
@@ -137,28 +120,7 @@ def read(text: str, budget: int) -> list[tuple[Any, Span, list[Span] | None]]:
     if starts is None:
         return list(documents(text, budget))
     ends = [*starts[1:], len(text)]
-    global _TEXT
-    _TEXT = text
-    ctx = multiprocessing.get_context("fork")
-    children = []
-    try:
-        for start, end in zip(starts[1:], ends[1:]):
-            receive, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(send, start, end, budget), daemon=True)
-            proc.start()
-            send.close()
-            children.append((proc, receive))
-        results = [_parse_part(0, ends[0], budget)]
-        for (proc, receive), start, end in zip(children, starts[1:], ends[1:]):
-            try:
-                results.append(_decode(receive.recv_bytes()))
-            except (EOFError, OSError):           # the child died (out of memory?): its part here, then
-                results.append(_parse_part(start, end, budget))
-    finally:
-        _TEXT = ""
-        for proc, receive in children:
-            receive.close()
-            proc.join()
+    results = forks.run_parts(lambda k: _parse_part(text[starts[k]:ends[k]], budget), len(starts), _encode, _decode)
     out, known = [], (0, 0)
     for start, result in zip(starts, results):
         line = _line_of(text, start, known)

@@ -7,7 +7,7 @@ apiVersion/kind: `--fail-on-skipped` fails those); unrelated kinds are counted
 apart, and `--skip` adds kinds to them. An input with no object at all is an
 error. With `--crd`, the fields beside the blocks are checked against the
 CRD's schema too (webhook/crd_fields.py), as kubectl's strict field
-validation does. The output formats are webhook/validate_output."""
+validation does. Many objects are judged on several cores (parallel_judging). The output formats are webhook/validate_output."""
 from __future__ import annotations
 
 import argparse
@@ -16,7 +16,7 @@ import gc
 import sys
 
 from webhook import crd_fields, engine, manifests
-from webhook.validate import coverage
+from webhook.validate import coverage, parallel_judging
 from webhook.cluster.view import StaticView
 from webhook.command_input import (EXIT_OK, EXIT_USAGE, label, load, load_config, package_version,
                                    profile as parse_profile)
@@ -88,13 +88,11 @@ def with_unknown_fields(verdict: Verdict, obj: dict, schemas: crd_fields.Schemas
 def judge(docs: list[manifests.Document], args: argparse.Namespace, cfg, schemas, olds: dict) -> list[Result]:
     classify = coverage.Classifier(cfg, coverage.parse_skip(args.skip)).of
     view = StaticView([d.obj for d in docs], authoritative=False)
-    results = []
-    for doc in docs:
+
+    def one(doc: manifests.Document) -> Result:
         obj = doc.obj
         if not isinstance(obj, dict):
-            verdict = Verdict(errors=[invalid(ROOT, obj, "a manifest must be an object")])
-            results.append(judged(doc, verdict, args.fail_on))
-            continue
+            return judged(doc, Verdict(errors=[invalid(ROOT, obj, "a manifest must be an object")]), args.fail_on)
         found = classify(obj)
         if found.state == coverage.JUDGED:
             old = olds.get(manifests.identity(obj)) if args.old else None
@@ -102,14 +100,13 @@ def judge(docs: list[manifests.Document], args: argparse.Namespace, cfg, schemas
             if schemas is not None:
                 verdict = with_unknown_fields(verdict, obj, schemas)
             if verdict.checked:
-                results.append(judged(doc, verdict, args.fail_on))
-            else:                               # a Pod is judged when it is created
-                results.append(Result(doc, UNRELATED, verdict, f"{obj.get('kind')} is judged on create only"))
-        elif found.state == coverage.SKIPPED:
-            results.append(Result(doc, SKIPPED, reason=found.reason, fails=args.fail_on_skipped))
-        else:
-            results.append(Result(doc, UNRELATED, reason=found.reason, hint=found.profile))
-    return results
+                return judged(doc, verdict, args.fail_on)
+            return Result(doc, UNRELATED, verdict, f"{obj.get('kind')} is judged on create only")  # a Pod
+        if found.state == coverage.SKIPPED:
+            return Result(doc, SKIPPED, reason=found.reason, fails=args.fail_on_skipped)
+        return Result(doc, UNRELATED, reason=found.reason, hint=found.profile)
+
+    return parallel_judging.judge_all(docs, one)
 
 
 def run(args: argparse.Namespace) -> int:
