@@ -2,6 +2,7 @@
 `schemas/config.schema.json`. Every problem in a file is reported at once."""
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,7 +73,7 @@ class BridgeSettings:
     leaseDurationSeconds: int = 15
     resyncSeconds: int = 300
 
-    @property
+    @functools.cached_property        # asked twice per Pod admitted
     def dialects(self) -> tuple[str, ...]:
         """The dialects switched on, by name."""
         return tuple(n for n, on in (("coscheduling", self.coscheduling), ("volcano", self.volcano)) if on)
