@@ -33,6 +33,7 @@ import yaml
 from tests.e2e.controllers import ControllerManager, ControllerManagerError, control_plane
 from tests.e2e.controlplane import ControlPlaneError
 from tests.e2e.rest import Api
+from tests.e2e.test_registration import _wait as wait
 from tests.e2e.scheduler import Placement, Scheduler, make_nodes, scenario_pod
 from tests.server.harness import REPO, Server
 from webhook import config as config_mod
@@ -54,14 +55,7 @@ CONTROLLERS = ("deployment-controller", "replicaset-controller", "garbage-collec
 
 
 def wait_for(check, what: str, timeout: float = SETTLE, diagnose=lambda: ""):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})\n{diagnose()}")
+    return wait(check, timeout, what, diagnose)
 
 
 class BridgeStack:

@@ -133,6 +133,18 @@ def node_paths(obj: Any, prefix: tuple = ()):
             yield from node_paths(v, prefix + (i,))
 
 
+def replaced(obj: Any, path: tuple, value: Any) -> Any:
+    """A deep copy of `obj` with the node at `path` (a node_paths path) replaced by `value`."""
+    if not path:
+        return value
+    out = copy.deepcopy(obj)
+    node = out
+    for seg in path[:-1]:
+        node = node[seg]
+    node[path[-1]] = value
+    return out
+
+
 def kubeconfig_to(url: str) -> str:
     """A kubeconfig (JSON) for a server at `url` that is not verified: for tests
     whose "API server" is a loopback socket that never answers properly."""

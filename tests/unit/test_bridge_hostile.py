@@ -1,7 +1,6 @@
 """Hostile input with the bridge on: corrupted Coscheduling and Volcano PodGroups and
 bridged Pods never raise, every patch applies, the Pod join is idempotent, and the
 only patch that is not an `add` is the schedulerName hand-off (BRG-4)."""
-import copy
 import dataclasses
 import os
 
@@ -14,7 +13,7 @@ from webhook.bridge import status
 from webhook.bridge.dialects import COSCHEDULING, VOLCANO
 from webhook.cluster.view import StaticView
 from webhook.field import FieldError
-from tests.unit.helpers import config, node_paths, pod, podgroup
+from tests.unit.helpers import config, node_paths, replaced, pod, podgroup
 from tests.unit.test_hostile import json_values
 
 CFG = config(bridge={"coscheduling": True, "volcano": True, "schedulerNames": ["volcano"]})
@@ -33,22 +32,11 @@ SEEDS = [
 ]
 
 
-def _replace(obj, path, value):
-    if not path:
-        return value
-    out = copy.deepcopy(obj)
-    node = out
-    for seg in path[:-1]:
-        node = node[seg]
-    node[path[-1]] = value
-    return out
-
-
 @st.composite
 def corrupted(draw):
     seed = draw(st.sampled_from(SEEDS))
     paths = [p for p in node_paths(seed) if p[:1] not in (("apiVersion",), ("kind",))]
-    return seed, _replace(seed, draw(st.sampled_from(paths)), draw(json_values))
+    return seed, replaced(seed, draw(st.sampled_from(paths)), draw(json_values))
 
 
 @settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", 300)), deadline=None,

@@ -1,6 +1,5 @@
 """Malformed and hostile objects get field errors or clean answers, never
 exceptions (property-based, hypothesis), and large inputs stay bounded."""
-import copy
 import dataclasses
 import os
 
@@ -11,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from webhook import engine
 from webhook.cluster.view import StaticView
 from webhook.field import FieldError
-from tests.unit.helpers import config, groupjob, node_paths, pod, podgroup, template, trainjob, workload
+from tests.unit.helpers import config, groupjob, node_paths, pod, replaced, podgroup, template, trainjob, workload
 
 CFG = config(pods={"claimsToContainers": "all"}, profiles=["jobset", "leaderworkerset"],
              featureGates={"CompositePodGroup": True, "PodGroupPreemptionPolicy": True, "WorkloadWithJob": True})
@@ -57,24 +56,13 @@ SEEDS = [
 ]
 
 
-def _replace(obj, path, value):
-    if not path:
-        return value
-    out = copy.deepcopy(obj)
-    node = out
-    for seg in path[:-1]:
-        node = node[seg]
-    node[path[-1]] = value
-    return out
-
-
 @st.composite
 def corrupted(draw):
     """A valid seed with one node anywhere replaced by arbitrary JSON."""
     seed = draw(st.sampled_from(SEEDS))
     paths = [p for p in node_paths(seed) if p[:1] != ("apiVersion",) and p[:1] != ("kind",)]
     path = draw(st.sampled_from(paths))
-    return seed, _replace(seed, path, draw(json_values))
+    return seed, replaced(seed, path, draw(json_values))
 
 
 VIEW = StaticView([podgroup("pg", resourceClaims=[{"name": "g", "resourceClaimName": "g"},
@@ -128,8 +116,8 @@ def same_kind_updates(draw):
     """An UPDATE whose old and new objects are both corruptions of the same seed."""
     seed = draw(st.sampled_from(SEEDS))
     paths = [p for p in node_paths(seed) if p[:1] not in (("apiVersion",), ("kind",))]
-    new = _replace(seed, draw(st.sampled_from(paths)), draw(json_values))
-    old = _replace(seed, draw(st.sampled_from(paths)), draw(json_values))
+    new = replaced(seed, draw(st.sampled_from(paths)), draw(json_values))
+    old = replaced(seed, draw(st.sampled_from(paths)), draw(json_values))
     return seed, new, old
 
 
