@@ -156,18 +156,8 @@ def render() -> tuple[bytes, str]:
         multiprocess.MultiProcessCollector(registry)
     else:
         from prometheus_client import REGISTRY
-        registry.register(_Forward(REGISTRY))
+        registry.register(REGISTRY)      # a registry is a collector: the process's own (the CLI, unit tests)
     for collector in _AT_RENDER:
         registry.register(collector)
     return generate_latest(registry), CONTENT_TYPE_LATEST
-
-
-class _Forward:
-    """The process's own registry (no multiprocess directory: the CLI, unit tests)."""
-
-    def __init__(self, registry) -> None:
-        self.registry = registry
-
-    def collect(self) -> Iterable[Metric]:
-        return self.registry.collect()
 

@@ -29,11 +29,7 @@ def _stamp(path: str):
 
 
 def _read(path: str) -> list[x509.Certificate]:
-    with open(path, "rb") as f:
-        data = f.read(pem.MAX_BYTES + 1)
-    if len(data) > pem.MAX_BYTES:
-        raise pem.BundleError("too large")
-    return pem.certificates(data)
+    return pem.certificates(pem.read(path))
 
 
 def not_after(serving: list[x509.Certificate], bundle: list[x509.Certificate]) -> dict[str, float]:

@@ -47,7 +47,8 @@ def certificates(data: bytes) -> list[x509.Certificate]:
     return out
 
 
-def _read(path: str) -> bytes:
+def read(path: str) -> bytes:
+    """A certificate file's bytes, at most MAX_BYTES (BundleError beyond)."""
     with open(path, "rb") as f:
         data = f.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
@@ -57,7 +58,7 @@ def _read(path: str) -> bytes:
 
 def read_bundle(path: str) -> bytes:
     """The file's bytes, once they hold PEM certificates only (OSError, BundleError)."""
-    data = _read(path)
+    data = read(path)
     try:
         certificates(data)
     except BundleError as exc:
@@ -112,5 +113,5 @@ def describe_one(cert: x509.Certificate, now: dt.datetime | None = None) -> str:
 
 def describe(path: str, now: dt.datetime | None = None) -> str:
     """Each certificate of the file, a blank line between them."""
-    data = _read(path)
+    data = read(path)
     return "\n\n".join(describe_one(c, now) for c in certificates(data))

@@ -23,6 +23,7 @@ from webhook import engine, kinds, metrics
 from webhook.admission import review
 from webhook.cluster import events
 from webhook.cluster.view import Judgment, NeedsNetwork
+from webhook.server import response
 from webhook.server.logs import bounded, enforced, request_fields
 
 log = logging.getLogger("workload_webhook.server")
@@ -90,7 +91,7 @@ class Admission:
             metrics.REJECTED_INPUT.labels("malformed").inc()
             self.metrics.observe(route[0], "refused", time.perf_counter() - started)
             log.info("refused: %s", exc.reason, extra={"endpoint": route[0], "status": exc.status})
-            return exc.status, _error(exc.reason), False
+            return exc.status, response.error(exc.reason), False
         try:
             judged = self._judged(route, parsed, started, may_wait=False)
         except BaseException:
@@ -133,7 +134,3 @@ class Admission:
         if log.isEnabledFor(level):
             log.log(level, "%s %s", endpoint, outcome, extra=request_fields(parsed, endpoint, outcome, elapsed, verdict))
         return 200, review.encode(answer), False
-
-
-def _error(reason: str) -> bytes:
-    return review.encode({"error": reason})

@@ -122,8 +122,6 @@ class EventLoopServer:
         self.max_connections = settings.maxConnections
         self.per_wakeup = 1 if settings.workers > 1 else 32   # share the listen queue with the other workers
         self._wake = asyncio.Event()
-        for reason in metrics.HTTP_REFUSAL_REASONS:     # every series is there from start-up, at zero
-            metrics.HTTP_REFUSED.labels(reason)
 
     # -- the life of the worker ---------------------------------------------
 
