@@ -13,7 +13,7 @@ from typing import Iterable, Iterator
 BLOCKS, CORE, TARGET, POD = "blocks", "core", "target", "Pod"
 BRIDGE = "bridge"      # Pods named by a foreign PodGroup's key, with the bridge on (docs/bridge.md)
 NONE = "none"          # the metric's rule label of an error that names no rule
-ACTIONS = ("deny", "warn", "audit")
+ACTIONS = ("deny", "warn", "audit")          # strictest first
 
 
 @dataclass(frozen=True)

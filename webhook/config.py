@@ -182,7 +182,8 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
                               f"must be at least 3 x checkIntervalSeconds ({3 * interval}): every replica must "
                               "see a new CA before certificates move to it"))
     enforcement = parse_enforcement(data.get("enforcement"), errors)
-    if (budget := _budget_error(ServerSettings(**(data.get("server") or {})))) is not None:
+    server = ServerSettings(**(data.get("server") or {}))
+    if (budget := _budget_error(server)) is not None:
         errors.append(budget)
     if cert.get("mode") == "secret" and "/" not in (cert.get("secret") or ""):
         errors.append(FieldError("Required", Path("certificates", "secret"), detail="namespace/name of the Secret for mode secret"))
@@ -203,7 +204,7 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
         claimsToContainers=pods.get("claimsToContainers", "none"),
         podValidation=pods.get("validation", "policy"),
         targets=tuple(targets),
-        server=ServerSettings(**(data.get("server") or {})),
+        server=server,
         certificates=CertificateSettings(**{**cert, "dnsNames": tuple(cert.get("dnsNames") or ())}),
         enforcement=enforcement,
         vap=VapSettings(**(data.get("vap") or {})),

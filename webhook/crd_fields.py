@@ -15,13 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from webhook.field import OMIT, ROOT, FieldError, Path, invalid
+from webhook.field import ROOT, FieldError, Path
+from webhook.schemas import unknown_field
+from webhook.schemas.strict import OBJECT_META
 
 CRD_GROUP = "apiextensions.k8s.io"
-#: metav1.ObjectMeta's JSON fields (k8s.io/apimachinery/pkg/apis/meta/v1/types.go).
-OBJECT_META = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-               "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
-               "ownerReferences", "finalizers", "managedFields")
 RESOURCE = ("apiVersion", "kind", "metadata")
 MAX_ERRORS = 50           # per object: a wholly wrong object is not a thousand lines
 
@@ -64,10 +62,7 @@ def unknown_fields(obj: dict, schema: dict) -> list[FieldError]:
 
 
 def _unknown(path: Path, known: Iterable[str]) -> FieldError:
-    names = sorted(known)
-    shown = ", ".join(names[:20]) + (", …" if len(names) > 20 else "")
-    return invalid(path, OMIT, f'unknown field "{path}"' + (f" (known fields: {shown})" if names
-                                                            else " (this object has no fields)"))
+    return unknown_field(path, sorted(known), limit=20)
 
 
 def _walk(value: Any, schema: Any, path: Path, out: list[FieldError], resource: bool = False) -> None:

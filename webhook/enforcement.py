@@ -14,11 +14,10 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from webhook.catalogue import OWN_POLICY
+from webhook.catalogue import ACTIONS, OWN_POLICY
 from webhook.field import FieldError, Path, invalid, not_supported
 from webhook.verdict import Verdict
 
-ACTIONS = ("deny", "warn", "audit")          # strictest first
 SCOPES = ("admission", "cli", "audit")
 RANK = {a: i for i, a in enumerate(ACTIONS)}
 # This service's own policy rules (webhook/catalogue.py): the only ones an action other than deny applies to.

@@ -101,8 +101,8 @@ def configurations(cfg: Config, endpoint: Endpoint, name: str = "workload-webhoo
     if validated:
         validating.append(_common(f"targets.validate.{SUFFIX}", endpoint, "/validate", validated, failure_policy,
                                   exclude, timeout))
-    if foreign_rules(cfg.bridge):     # warnings only (BRG-1): a job's controller never waits on this webhook
-        validating.append(_common(f"bridge.validate.{SUFFIX}", endpoint, "/validate", foreign_rules(cfg.bridge),
+    if foreign := foreign_rules(cfg.bridge):     # warnings only (BRG-1): a job's controller never waits on it
+        validating.append(_common(f"bridge.validate.{SUFFIX}", endpoint, "/validate", foreign,
                                   "Ignore", exclude, timeout))
     # Only targets /mutate can change (DEF-1): a profile that defaults nothing is never refused by it.
     mutated = target_rules(cfg, ["CREATE"], frozenset(t.key for t in cfg.targets if not t.mutates), resources)

@@ -9,9 +9,9 @@ from dataclasses import asdict, dataclass
 
 from webhook.bridge.dialects import ALL, BRIDGE_LABEL, BY_NAME
 from webhook.bridge.mirror import CURRENT, ours
+from webhook.kinds import PODGROUP, SCHEDULING
 
 TIMEOUT = (5, 60)
-SCHEDULING = "scheduling.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def read(api_client, page_size: int = 500) -> tuple[dict[str, list[dict]], list[
             foreign[d.name] = found
     mirrors = []
     if any(foreign.values()):
-        for version in ("v1beta1", "v1alpha3"):
+        for version in PODGROUP.versions:
             found = _list(api, SCHEDULING, version, "podgroups", page_size, BRIDGE_LABEL)
             if found is not None:
                 mirrors = found

@@ -12,6 +12,8 @@ Each dialect says where its Pods name their group, which of its fields the in-tr
 PodGroup has too (copied), and which it has not (reported, BRG-1)."""
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,8 +85,13 @@ BY_NAME = {d.name: d for d in ALL}
 
 
 def enabled(bridge) -> tuple[Dialect, ...]:
-    """The dialects a config's `bridge` section switches on."""
-    return tuple(BY_NAME[n] for n in bridge.dialects)
+    """The dialects a config's `bridge` section switches on (asked for every request)."""
+    return _by_names(bridge.dialects)
+
+
+@functools.lru_cache(maxsize=None)
+def _by_names(names: tuple[str, ...]) -> tuple[Dialect, ...]:
+    return tuple(BY_NAME[n] for n in names)
 
 
 def for_kind(bridge, group: str, version: str, kind: str) -> Dialect | None:

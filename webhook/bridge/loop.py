@@ -26,11 +26,11 @@ from webhook.bridge import status as status_mod
 from webhook.bridge.dialects import BRIDGE_LABEL, BY_NAME, Dialect, enabled
 from webhook.bridge.lease import Lease
 from webhook.bridge.watch import Store, Watcher
+from webhook.kinds import PODGROUP, SCHEDULING
 
 log = logging.getLogger("workload_webhook.bridge")
 TIMEOUT = (5, 15)
 SA_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-SCHEDULING = "scheduling.k8s.io"
 COMPONENT = "workload-webhook-bridge"
 
 
@@ -183,7 +183,7 @@ class Bridge:
 
     def _scheduling_version(self) -> str:
         if self._version is None:
-            for v in ("v1beta1", "v1alpha3"):
+            for v in PODGROUP.versions:
                 if self._request("GET", f"/apis/{SCHEDULING}/{v}/podgroups?limit=1")[0] == 200:
                     self._version = v
                     break

@@ -59,15 +59,10 @@ def membership(pod: Any, bridge, name: str | None, named_by: str) -> tuple[str |
     return name, errors
 
 
-def ignored(pod: Any, bridge, name: str) -> list[str]:
+def _ignored(names: list[tuple[Dialect, str]], name: str) -> list[str]:
     """Warnings for the foreign keys that name another group than the one the Pod joins."""
     return [f"{d.key_path()}: {value!r} ignored: the Pod joins PodGroup {name!r} (BRG-3)"
-            for d, value in foreign_names(pod, bridge) if value != name]
-
-
-def dialect_of(pod: Any, bridge, name: str) -> Dialect | None:
-    """The dialect whose key named `name`, if one did."""
-    return next((d for d, value in foreign_names(pod, bridge) if value == name), None)
+            for d, value in names if value != name]
 
 
 def await_mirror(view, namespace: str, name: str, timeout: float,
@@ -93,10 +88,11 @@ def plan_join(pod: dict, name: str, namespace: str, cfg, view, join_fn):
     """The in-tree join (`join_fn`, webhook.mutation.pods.plan_join) of a Pod whose group a
     foreign key named, with the mirror awaited (pods.onMissingPodGroup: deny), the missing
     mirror said as such (BRG-2), and the bridge's label added."""
-    d = dialect_of(pod, cfg.bridge, name)
+    names = foreign_names(pod, cfg.bridge)
+    d = next((d for d, value in names if value == name), None)      # the dialect whose key named it
     if d is None:
         join = join_fn(pod, name, namespace, cfg, view)
-        return join._replace(warnings=(*join.warnings, *ignored(pod, cfg.bridge, name)))
+        return join._replace(warnings=(*join.warnings, *_ignored(names, name)))
     if cfg.onMissingPodGroup == "deny":
         await_mirror(view, namespace, name, cfg.server.lookupTimeoutSeconds)
     join = join_fn(pod, name, namespace, cfg, view)

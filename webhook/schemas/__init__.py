@@ -132,9 +132,11 @@ def _translate(err, base: Path) -> FieldError:
     return invalid(path, value, "does not match the schema")
 
 
-def unknown_field(where: Path, known: list[str]) -> FieldError:
-    """As kubectl's strict field validation says it: unknown field "spec.x.y"."""
-    return invalid(where, OMIT, f'unknown field "{where}"' + (f" (known fields: {', '.join(known)})" if known
+def unknown_field(where: Path, known: list[str], limit: int | None = None) -> FieldError:
+    """As kubectl's strict field validation says it: unknown field "spec.x.y" (`limit`: at most
+    that many known fields named, then "…")."""
+    shown = ", ".join(known[:limit]) + (", …" if limit is not None and len(known) > limit else "")
+    return invalid(where, OMIT, f'unknown field "{where}"' + (f" (known fields: {shown})" if known
                                                               else " (this object has no fields)"))
 
 

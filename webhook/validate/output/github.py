@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from webhook.enforcement import fails
 from webhook.validate.output.model import SKIPPED, Report, write_lines
 
 
@@ -32,8 +31,7 @@ def lines(report: Report) -> list[str]:
            for p in report.problems]
     for r in report.results:
         for f in r.findings:
-            level = "error" if f.level == "deny" or (f.level != "note" and fails(f.level, report.fail_on)) \
-                else _QUIET[f.level]
+            level = "error" if f.fails(report.fail_on) else _QUIET[f.level]
             out.append(command(level, f"{r.label}: {f.text}", file=r.doc.file, line=f.line, col=f.column,
                                title=f.rule))
         if r.state == SKIPPED and (r.fails or not report.quiet):

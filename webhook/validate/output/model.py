@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import TextIO
 from webhook.enforcement import fails
 from webhook.field import FieldError
-from webhook.manifests import Document, FileProblem
+from webhook.manifests import Document, FileProblem, identity
 from webhook.verdict import Verdict
 
 VALID, INVALID, WARNED, AUDITED, SKIPPED, UNRELATED = "valid", "invalid", "warned", "audited", "skipped", "unrelated"
@@ -31,6 +31,10 @@ class Finding:
     line: int
     column: int
     error: FieldError | None = None
+
+    def fails(self, fail_on: str) -> bool:
+        """It fails a run at `--fail-on fail_on` (a warning of the rules never does)."""
+        return self.level != "note" and fails(self.level, fail_on)
 
     @property
     def rule(self) -> str:
@@ -57,11 +61,9 @@ class Result:
     @cached_property
     def identity(self) -> tuple[str, str, str | None, str | None]:
         """(kind, `namespace/name` or name, namespace, name) for the report."""
-        obj = self.doc.obj if isinstance(self.doc.obj, dict) else {}
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        kind = str(obj.get("kind") or "") or "<no kind>"
-        ns, name = str(meta.get("namespace") or "") or None, str(meta.get("name") or "") or None
-        return kind, f"{ns}/{name or ''}" if ns else (name or "<no name>"), ns, name
+        _, kind, ns, name = identity(self.doc.obj)
+        ns, name = ns or None, name or None
+        return kind or "<no kind>", f"{ns}/{name or ''}" if ns else (name or "<no name>"), ns, name
 
     @property
     def label(self) -> str:

@@ -11,7 +11,6 @@ import os
 import urllib.parse
 from typing import TextIO
 
-from webhook.enforcement import fails
 from webhook.field import TYPES
 from webhook.validate.output.model import SKIPPED, Report, summary_lines
 
@@ -63,7 +62,7 @@ def log(report: Report, version: str) -> dict:
         add("file-not-read", "error", p.message, _location(p.file, p.line, p.column))
     for r in report.results:
         for f in r.findings:
-            level = "error" if f.level != "note" and fails(f.level, report.fail_on) else _LEVEL[f.level]
+            level = "error" if f.fails(report.fail_on) else _LEVEL[f.level]
             field = str(f.error.field) if f.error is not None else ""
             add(f.rule, level, f"{r.label}: {f.text}",
                 _location(r.doc.file, f.line, f.column, f"{r.api_version} {r.label}" + (f": {field}" if field else "")))
