@@ -27,6 +27,8 @@
 {{- end -}}
 {{- end -}}
 
+{{/* The bridge's Lease: the name its config is given and the name its Role may update. */}}
+{{- define "ww.bridgeLease" -}}{{ printf "%s-bridge" (include "ww.fullname" .) }}{{- end -}}
 {{- define "ww.auditName" -}}{{ include "ww.suffixedName" (dict "root" . "suffix" "-audit" "max" 52) }}{{- end -}}
 
 {{- define "ww.serviceAccountName" -}}
@@ -75,6 +77,11 @@ app.kubernetes.io/component: webhook
 {{- $name := include "ww.name" .root -}}
 {{ include "ww.standardLabels" (dict "root" .root "name" (printf "%s-%s" $name .component | trunc 63 | trimSuffix "-")
     "extra" (dict "app.kubernetes.io/part-of" $name "app.kubernetes.io/component" .component)) }}
+{{- end -}}
+
+{{/* What selects one of those components (the helm test Pod, for the NetworkPolicy): from its labels. */}}
+{{- define "ww.componentSelector" -}}
+{{- pick (include "ww.componentLabels" . | fromYaml) "app.kubernetes.io/instance" "app.kubernetes.io/component" | toYaml -}}
 {{- end -}}
 
 {{/* registry/repository:tag[@digest] (image.registry, else a parent chart's global.imageRegistry). */}}
@@ -143,7 +150,7 @@ app.kubernetes.io/component: webhook
 {{- if include "ww.bridge" . -}}
 {{- /* the Lease the chart's Role names, in the release namespace */ -}}
 {{- $b := deepCopy $c.bridge -}}
-{{- $_ := set $b "lease" (merge (dict "name" (printf "%s-bridge" (include "ww.fullname" .)) "namespace" .Release.Namespace) ($b.lease | default dict)) -}}
+{{- $_ := set $b "lease" (merge (dict "name" (include "ww.bridgeLease" .) "namespace" .Release.Namespace) ($b.lease | default dict)) -}}
 {{- $_ := set $c "bridge" $b -}}
 {{- end -}}
 {{- toYaml $c -}}
@@ -197,8 +204,8 @@ matchPolicy: Equivalent
 {{ include "ww.selectors" . }}
 {{- end -}}
 
-{{/* What every webhook and the Pod membership policy leave alone: kube-system, the release namespace
-     and webhook.extraExcludedNamespaces always (the registration policy requires it), and what
+{{/* What every webhook and the Pod membership policy leave alone: kube-system and the release namespace
+     always (the registration policy requires those two), webhook.extraExcludedNamespaces, and what
      webhook.namespaceSelector and objectSelector exempt: its matchExpressions are ANDed with that
      exclusion, its matchLabels kept. */}}
 {{- define "ww.selectors" -}}
