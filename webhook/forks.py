@@ -27,6 +27,13 @@ def can_fork() -> bool:
     return threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
 
 
+def parts(units: int, per_part: int, max_parts: int = 8) -> int:
+    """How many parts `units` of work are worth: one per usable core, each of at least
+    `per_part` units; 1 (no fork) when that is fewer than two or a fork is not safe."""
+    n = min(usable_cores(), max_parts, units // per_part)
+    return n if n >= 2 and can_fork() else 1
+
+
 def _child(conn, work: Callable[[int], Any], part: int, encode: Callable[[Any], bytes]) -> None:
     try:
         conn.send_bytes(encode(work(part)))

@@ -13,6 +13,7 @@ A rule that needs a status would get a webhook of its own, failurePolicy Ignore.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 SCHEDULING = "scheduling.k8s.io"
 
@@ -73,3 +74,9 @@ def workload_kind(group: str, version: str, kind: str) -> Kind | None:
 def scheduling_resources() -> list[str]:
     """The plurals, as webhook rules name them: the objects, no subresource."""
     return [k.plural for k in SCHEDULING_KINDS]
+
+
+def metadata(obj: Any) -> dict:
+    """An object's metadata map ({} when it has none, or not a map)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 
 from webhook.bridge.dialects import ALL, BRIDGE_LABEL, BY_NAME
 from webhook.bridge.mirror import CURRENT, ours
-from webhook.kinds import PODGROUP, SCHEDULING
+from webhook.kinds import PODGROUP, SCHEDULING, metadata
 
 TIMEOUT = (5, 60)
 
@@ -25,19 +25,14 @@ class Dependent:
     bridged: bool                # bridge.<dialect> is on in this config
 
 
-def _meta(obj) -> dict:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    return meta if isinstance(meta, dict) else {}
-
-
 def dependents(foreign: dict[str, list[dict]], mirrors: list[dict], bridge) -> list[Dependent]:
     """`foreign`: dialect name -> its PodGroups; `mirrors`: in-tree PodGroups with the bridge's label."""
-    by_key = {(_meta(m).get("namespace"), _meta(m).get("name")): m for m in mirrors}
+    by_key = {(metadata(m).get("namespace"), metadata(m).get("name")): m for m in mirrors}
     out = []
     for name, items in foreign.items():
         d = BY_NAME[name]
         for obj in items:
-            meta = _meta(obj)
+            meta = metadata(obj)
             owner = next((f"{r.get('kind')}/{r.get('name')}" for r in meta.get("ownerReferences") or []
                           if isinstance(r, dict) and r.get("controller")), None)
             mirror = by_key.get((meta.get("namespace"), meta.get("name")))

@@ -15,15 +15,11 @@ from typing import Any
 
 from webhook.bridge import status
 from webhook.bridge.dialects import BRIDGE_LABEL, Dialect, get, min_member
+from webhook.kinds import metadata
 
 INT32_MAX = 2**31 - 1
 #: ours(): what an in-tree PodGroup of the foreign group's name is to the bridge.
 CURRENT, STALE, OTHER = "current", "stale", "other"
-
-
-def _meta(obj: Any) -> dict:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    return meta if isinstance(meta, dict) else {}
 
 
 def min_count(foreign: dict) -> int:
@@ -33,7 +29,7 @@ def min_count(foreign: dict) -> int:
 
 
 def owner_reference(d: Dialect, foreign: dict) -> dict:
-    meta = _meta(foreign)
+    meta = metadata(foreign)
     return {"apiVersion": d.api_version, "kind": d.kind, "name": meta.get("name"), "uid": meta.get("uid"),
             "controller": True}
 
@@ -50,7 +46,7 @@ def copied(d: Dialect, foreign: dict) -> dict[tuple[str, ...], Any]:
 
 def mirror_for(d: Dialect, foreign: dict, api_version: str = "scheduling.k8s.io/v1beta1") -> dict:
     """The in-tree PodGroup to create for `foreign`."""
-    meta = _meta(foreign)
+    meta = metadata(foreign)
     spec: dict = {"schedulingPolicy": {"gang": {"minCount": min_count(foreign)}}}
     for path, value in copied(d, foreign).items():
         node = {"spec": spec}
@@ -66,16 +62,16 @@ def mirror_for(d: Dialect, foreign: dict, api_version: str = "scheduling.k8s.io/
 def ours(mirror: dict, d: Dialect, foreign: dict | None) -> str:
     """CURRENT: made by the bridge for this very object; STALE: made for an earlier object of
     that name (deleted and created again); OTHER: not the bridge's to touch."""
-    meta = _meta(mirror)
+    meta = metadata(mirror)
     if (meta.get("labels") or {}).get(BRIDGE_LABEL) != d.name:
         return OTHER
-    name = _meta(foreign).get("name") if foreign else meta.get("name")
+    name = metadata(foreign).get("name") if foreign else meta.get("name")
     refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict) and r.get("controller")
             and str(r.get("apiVersion", "")).split("/")[0] == d.group and r.get("kind") == d.kind
             and r.get("name") == name]
     if not refs:
         return OTHER
-    return CURRENT if foreign is not None and refs[0].get("uid") == _meta(foreign).get("uid") else STALE
+    return CURRENT if foreign is not None and refs[0].get("uid") == metadata(foreign).get("uid") else STALE
 
 
 def not_mirrored(d: Dialect, foreign: dict) -> list[tuple[str, Any, str]]:
@@ -111,9 +107,9 @@ def plan(group: Group, desired_status: dict | None) -> list[Action]:
     """What makes the cluster agree with the foreign object: the mirror created, its
     minCount followed, a stale mirror deleted, the foreign status written back."""
     d, foreign, mirror = group.dialect, group.foreign, group.mirror
-    if foreign is None or _meta(foreign).get("deletionTimestamp"):
+    if foreign is None or metadata(foreign).get("deletionTimestamp"):
         return []                      # the garbage collector deletes the mirror with its owner
-    where = f"{_meta(foreign).get('namespace')}/{_meta(foreign).get('name')}"
+    where = f"{metadata(foreign).get('namespace')}/{metadata(foreign).get('name')}"
     if mirror is None:
         body = mirror_for(d, foreign)
         out = [Action("create", body),
@@ -130,12 +126,12 @@ def plan(group: Group, desired_status: dict | None) -> list[Action]:
                                 "is (the Pods join it by name; no status is written back)", "MirrorConflict",
                        warning=True)]
     if relation == STALE:
-        if _meta(mirror).get("deletionTimestamp"):
+        if metadata(mirror).get("deletionTimestamp"):
             return []                  # being deleted: created again once it is gone
-        return [Action("delete", reason=str(_meta(mirror).get("uid") or ""))]
+        return [Action("delete", reason=str(metadata(mirror).get("uid") or ""))]
     out = []
     have = get(mirror, ("spec", "schedulingPolicy", "gang", "minCount"))
-    if have != min_count(foreign) and not _meta(mirror).get("deletionTimestamp"):
+    if have != min_count(foreign) and not metadata(mirror).get("deletionTimestamp"):
         out.append(Action("minCount", min_count(foreign)))
     for path, value in copied(d, foreign).items():
         if get(mirror, path) != value:

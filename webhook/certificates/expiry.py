@@ -7,25 +7,17 @@ rotates them (the Secret sync, cert-manager, a mounted Secret), and parsed
 again only when a file changes. A missing or unreadable file has no series."""
 from __future__ import annotations
 
-import os
 import threading
 from typing import Iterable
 
 from cryptography import x509
 
 from webhook.certificates import pem
+from webhook.certificates import files
 from webhook.certificates.files import Paths
 
 NAME = "workload_webhook_certificate_expiry_timestamp_seconds"
 HELP = "Unix time of the notAfter of the certificate being served (serving: tls.crt; ca: its CA in ca.crt)"
-
-
-def _stamp(path: str):
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 def _read(path: str) -> list[x509.Certificate]:
@@ -53,7 +45,7 @@ class Expiry:
         self._values: dict[str, float] = {}
 
     def values(self) -> dict[str, float]:
-        stamp = (_stamp(self.cert), _stamp(self.ca))
+        stamp = (files.stamp(self.cert), files.stamp(self.ca))
         with self._lock:
             if stamp != self._seen:
                 self._values = not_after(self._certificates(self.cert), self._certificates(self.ca))

@@ -140,6 +140,15 @@ def ensure(cert_dir: str) -> tuple[Paths, bool]:
     return generate(cert_dir), True
 
 
+def stamp(path: str) -> tuple[int, int, int] | None:
+    """What changes when a file is replaced or rewritten (None: it cannot be read)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
 class ReloadingContext:
     """One server SSLContext per process, rebuilt when the certificate or key
     file changes on disk. A pair that does not load (half-written, mismatched)
@@ -159,11 +168,8 @@ class ReloadingContext:
             raise ssl.SSLError(f"cannot load certificate {cert} with key {key}")
 
     def _signature(self):
-        try:
-            a, b = os.stat(self.cert), os.stat(self.key)
-        except OSError:
-            return None
-        return (a.st_mtime_ns, a.st_size, a.st_ino, b.st_mtime_ns, b.st_size, b.st_ino)
+        a, b = stamp(self.cert), stamp(self.key)
+        return None if a is None or b is None else a + b
 
     @staticmethod
     def build(cert: str, key: str) -> ssl.SSLContext:

@@ -20,14 +20,13 @@ The event handling (`Store.apply`) is a pure function of the events the
 informer threads around it are proven against a real API server in e2e."""
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from webhook import kinds
+from webhook import collector, kinds
 from webhook.cluster import projection
 from webhook.cluster.view import ClusterUnavailable, blocking, current_judgment
 
@@ -168,17 +167,12 @@ class Informer(threading.Thread):
         # their allocation, would walk them again and again (it tripled the LIST's CPU).
         # The pause is process-wide but lasts one page (~20 ms at 2,000 objects); the
         # event loop's requests allocate few containers meanwhile.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with collector.paused():
             page = projection.unpack(data)
             if not isinstance(page, dict):
                 return {}
             self.store.add(page.get("items") or [])
             return page.get("metadata") or {}
-        finally:
-            if collecting:
-                gc.enable()
 
     def _list(self) -> str:
         """Page by page into the live store; the watch resumes from the first page's

@@ -12,17 +12,13 @@ from typing import Any
 
 from webhook.bridge.dialects import ALL, Dialect
 from webhook.bridge.mirror import CURRENT, OTHER, min_count, not_mirrored, ours
+from webhook.kinds import metadata
 
 #: What the reader may be asked for (webhook/explain/reader.py reads them): qualified kind, resource name.
 NAMES = {name: d for d in ALL for name in (f"{d.kind}.{d.group}", d.resource)}
 #: What tree.build accepts as the asked kind (lower case) -> the qualified kind.
 TREE_KINDS = {alias: f"{d.kind}.{d.group}" for d in ALL
               for alias in (f"{d.kind}.{d.group}".lower(), d.resource, f"{d.plural[:-1]}.{d.group}")}
-
-
-def _meta(obj: Any) -> dict:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    return meta if isinstance(meta, dict) else {}
 
 
 def dialect_of(obj: Any) -> Dialect | None:
@@ -44,15 +40,15 @@ def node_fields(obj: dict, pods: list[dict], podgroups: list[dict]) -> dict:
     d = dialect_of(obj)
     if d is None:
         return {}
-    meta, status = _meta(obj), obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    meta, status = metadata(obj), obj.get("status") if isinstance(obj.get("status"), dict) else {}
     name, namespace = meta.get("name"), meta.get("namespace")
-    same = next((pg for pg in podgroups if _meta(pg).get("name") == name
-                 and (_meta(pg).get("namespace") or namespace) == namespace), None)
+    same = next((pg for pg in podgroups if metadata(pg).get("name") == name
+                 and (metadata(pg).get("namespace") or namespace) == namespace), None)
     relation = "none" if same is None else ours(same, d, obj)
-    named = [p for p in pods if (_meta(p).get("namespace") or namespace) == namespace
-             and ((_meta(p).get(d.pod_key_in) or {}).get(d.pod_key) == name)]
+    named = [p for p in pods if (metadata(p).get("namespace") or namespace) == namespace
+             and ((metadata(p).get(d.pod_key_in) or {}).get(d.pod_key) == name)]
     joined = [p for p in named if ((p.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == name]
-    not_joined = sorted(_meta(p).get("name") for p in named if p not in joined)
+    not_joined = sorted(metadata(p).get("name") for p in named if p not in joined)
     handed = [p for p in joined if (p.get("spec") or {}).get("schedulerName") == "default-scheduler"]
     return {"bridge": {
         "dialect": d.name, "title": d.title, "minMember": (obj.get("spec") or {}).get("minMember"),
@@ -60,7 +56,7 @@ def node_fields(obj: dict, pods: list[dict], podgroups: list[dict]) -> dict:
         "counts": {k: status.get(k, 0) for k in ("running", "succeeded", "failed")},
         "mirror": relation, "notMirrored": [{"field": p, "instead": i} for p, _, i in not_mirrored(d, obj)],
         "namedBy": d.key_path(), "named": len(named), "joined": len(joined), "notJoined": not_joined,
-        "otherScheduler": sorted(_meta(p).get("name") for p in named
+        "otherScheduler": sorted(metadata(p).get("name") for p in named
                                  if (p.get("spec") or {}).get("schedulerName") not in (None, "default-scheduler")),
         "handedOff": len(handed)}}
 

@@ -13,15 +13,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from webhook.explain import provenance
+from webhook.kinds import metadata
 
 SCHEDULED = "PodGroupInitiallyScheduled"
 REFS = ("resourceClaimName", "resourceClaimTemplateName")
 FINISHED = ("Succeeded", "Failed")
-
-
-def _meta(obj: dict) -> dict:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    return meta if isinstance(meta, dict) else {}
 
 
 def _spec(obj: dict) -> dict:
@@ -76,7 +72,7 @@ def condition(obj: dict, kind: str = SCHEDULED) -> dict | None:
 def _event_time(e: dict) -> str:
     series = e.get("series") if isinstance(e.get("series"), dict) else {}
     when = series.get("lastObservedTime") or e.get("lastTimestamp") or e.get("eventTime") \
-        or _meta(e).get("creationTimestamp") or ""
+        or metadata(e).get("creationTimestamp") or ""
     return str(when)[:19]           # seconds: the formats differ only in the fraction
 
 
@@ -86,7 +82,7 @@ def last_event(events: list[dict], kind: str, names: set[str]) -> dict | None:
             and (e.get("involvedObject") or {}).get("name") in names]
     if not mine:
         return None
-    e = max(mine, key=lambda e: (_event_time(e), str(_meta(e).get("resourceVersion") or "")))
+    e = max(mine, key=lambda e: (_event_time(e), str(metadata(e).get("resourceVersion") or "")))
     series = e.get("series") if isinstance(e.get("series"), dict) else {}
     return {"object": f"{kind.lower()}/{(e.get('involvedObject') or {}).get('name')}", "type": e.get("type"),
             "reason": e.get("reason"), "message": e.get("message") or e.get("note"), "time": _event_time(e),
@@ -139,7 +135,7 @@ def group_claims(pg: dict, members: list[dict], claims: dict[str, dict]) -> tupl
         obj = claims.get(name) if name else None
         shared, differs, missing = [], [], []
         for pod in members:
-            pod_name = _meta(pod).get("name")
+            pod_name = metadata(pod).get("name")
             entries = _entries(pod)
             if any(e["name"] == gc["name"] and ref(e) == ref(gc) for e in entries):
                 shared.append(pod_name)
@@ -160,7 +156,7 @@ def group_claims(pg: dict, members: list[dict], claims: dict[str, dict]) -> tupl
                 continue
             name = _claim_name_for_pod(pod, e)
             state = claim_state(claims.get(name) if name else None)
-            own.append({"pod": _meta(pod).get("name"), "name": e["name"], **ref(e), "claim": name,
+            own.append({"pod": metadata(pod).get("name"), "name": e["name"], **ref(e), "claim": name,
                         "allocated": state["allocated"], "devices": state["devices"],
                         "reservedFor": state["reservedFor"]})
     return out, own
@@ -205,22 +201,22 @@ def reason(cond: dict | None, event: dict | None, pending: int) -> str | None:
 def podgroup_node(pg: dict, pods: list[dict], claims: dict[str, dict], events: list[dict], group_label: str,
                   template_of: Callable[[dict], dict | None]) -> dict[str, Any]:
     """The tree node of one PodGroup (children: none)."""
-    meta, spec = _meta(pg), _spec(pg)
+    meta, spec = metadata(pg), _spec(pg)
     name, namespace = meta.get("name"), meta.get("namespace")
-    members = sorted((p for p in pods if group_name_of(p) == name and _meta(p).get("namespace") == namespace),
-                     key=lambda p: _meta(p).get("name") or "")
-    unjoined = sorted(_meta(p).get("name") for p in pods if _meta(p).get("namespace") == namespace
-                      and group_name_of(p) is None and (_meta(p).get("labels") or {}).get(group_label) == name)
+    members = sorted((p for p in pods if group_name_of(p) == name and metadata(p).get("namespace") == namespace),
+                     key=lambda p: metadata(p).get("name") or "")
+    unjoined = sorted(metadata(p).get("name") for p in pods if metadata(p).get("namespace") == namespace
+                      and group_name_of(p) is None and (metadata(p).get("labels") or {}).get(group_label) == name)
     states = [pod_state(p) for p in members]
     kind, min_count = policy(spec)
     cond = condition(pg)
-    event = last_event(events, "Pod", {_meta(p).get("name") for p in members if pod_state(p) == "pending"}) or \
-        last_event(events, "Pod", {_meta(p).get("name") for p in members})
+    event = last_event(events, "Pod", {metadata(p).get("name") for p in members if pod_state(p) == "pending"}) or \
+        last_event(events, "Pod", {metadata(p).get("name") for p in members})
     group, own = group_claims(pg, members, claims)
     added: dict[str, list[str]] = {}
     for p in members:
         for path in provenance.admission_additions(p, template_of(p)):
-            added.setdefault(path, []).append(_meta(p).get("name"))
+            added.setdefault(path, []).append(metadata(p).get("name"))
     node = {
         "kind": "PodGroup", "apiVersion": pg.get("apiVersion"), "name": name, "namespace": namespace,
         "policy": kind, "minCount": min_count, "disruptionMode": disruption(spec),
@@ -229,7 +225,7 @@ def podgroup_node(pg: dict, pods: list[dict], claims: dict[str, dict], events: l
         "deleting": bool(meta.get("deletionTimestamp")),
         "members": {"joined": len(members), "bound": states.count("bound"), "pending": states.count("pending"),
                     "finished": states.count("finished"),
-                    "pods": [{"name": _meta(p).get("name"), "state": s, "node": _spec(p).get("nodeName"),
+                    "pods": [{"name": metadata(p).get("name"), "state": s, "node": _spec(p).get("nodeName"),
                               "createdBy": provenance.created_by(p)} for p, s in zip(members, states)],
                     "labelledNotJoined": unjoined},
         "scheduling": {"condition": cond, "lastEvent": event,

@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.explain import foreign, groups, provenance
-from webhook.explain.groups import _meta, _spec
+from webhook.explain.groups import _spec
+from webhook.kinds import metadata
 
 DEFAULT_GROUP_LABEL = "scheduling.k8s.io/pod-group"
 KINDS = {"job": "Job", "jobs": "Job", "workload": "Workload", "workloads": "Workload", "podgroup": "PodGroup",
@@ -31,7 +32,7 @@ class NotFound(LookupError):
 
 
 def _key(obj: dict) -> tuple[str, str]:
-    return str(obj.get("kind") or ""), str(_meta(obj).get("name") or "")
+    return str(obj.get("kind") or ""), str(metadata(obj).get("name") or "")
 
 
 def _group_of(api_version: Any) -> str:
@@ -42,8 +43,8 @@ def _group_of(api_version: Any) -> str:
 class _Index:
     def __init__(self, objects: dict[str, list[dict]], namespace: str):
         def mine(items):
-            return [o for o in items or [] if isinstance(o, dict) and isinstance(_meta(o), dict)
-                    and (_meta(o).get("namespace") or namespace) == namespace]
+            return [o for o in items or [] if isinstance(o, dict) and isinstance(metadata(o), dict)
+                    and (metadata(o).get("namespace") or namespace) == namespace]
         self.namespace = namespace
         self.owners = mine(objects.get("owners"))
         self.workloads = mine(objects.get("workloads"))
@@ -51,15 +52,15 @@ class _Index:
         self.composites = mine(objects.get("composites"))
         self.pods = mine(objects.get("pods"))
         self.events = mine(objects.get("events"))
-        self.claims = {_meta(c).get("name"): c for c in mine(objects.get("claims"))}
-        self.by_uid = {_meta(o).get("uid"): o for o in self.owners + self.workloads + self.podgroups + self.composites
-                       if _meta(o).get("uid")}
+        self.claims = {metadata(c).get("name"): c for c in mine(objects.get("claims"))}
+        self.by_uid = {metadata(o).get("uid"): o for o in self.owners + self.workloads + self.podgroups + self.composites
+                       if metadata(o).get("uid")}
 
     def find(self, kind: str, name: str) -> dict | None:
         pools = {"Workload": self.workloads, "PodGroup": self.podgroups, "CompositePodGroup": self.composites}
         if kind in pools:
-            return next((o for o in pools[kind] if _meta(o).get("name") == name), None)
-        return next((o for o in self.owners if _meta(o).get("name") == name
+            return next((o for o in pools[kind] if metadata(o).get("name") == name), None)
+        return next((o for o in self.owners if metadata(o).get("name") == name
                      and str(o.get("kind") or "").lower() == kind.lower()), None)
 
     def owner_of(self, obj: dict) -> dict | None:
@@ -67,7 +68,7 @@ class _Index:
             ref = _spec(obj).get("controllerRef")
             if isinstance(ref, dict) and ref.get("name"):
                 for o in self.owners:
-                    if _meta(o).get("name") == ref["name"] and o.get("kind") == ref.get("kind") \
+                    if metadata(o).get("name") == ref["name"] and o.get("kind") == ref.get("kind") \
                             and _group_of(o.get("apiVersion")) == (ref.get("apiGroup") or ""):
                         return o
         owner = provenance.controller_owner(obj)
@@ -96,7 +97,7 @@ class _Index:
 
 
 def _base(obj: dict, asked: tuple[str, str]) -> dict:
-    meta = _meta(obj)
+    meta = metadata(obj)
     node = {"kind": obj.get("kind"), "apiVersion": obj.get("apiVersion"), "name": meta.get("name"),
             "namespace": meta.get("namespace"), "setBy": provenance.set_by(obj), "children": []}
     if _key(obj) == asked:
@@ -106,7 +107,7 @@ def _base(obj: dict, asked: tuple[str, str]) -> dict:
 
 def _owned_by(obj: dict, owner: dict) -> bool:
     ref = provenance.controller_owner(obj)
-    return bool(ref) and ref.get("uid") == _meta(owner).get("uid") and bool(ref.get("uid"))
+    return bool(ref) and ref.get("uid") == metadata(owner).get("uid") and bool(ref.get("uid"))
 
 
 def _workload_of(obj: dict) -> str | None:
@@ -124,7 +125,7 @@ def _owner_node(ix: _Index, obj: dict, asked, label: str) -> dict:
                      "templateClaims": [c.get("name") for c in ((spec.get("template") or {}).get("spec") or {})
                                         .get("resourceClaims") or [] if isinstance(c, dict)]})
     node.update(foreign.node_fields(obj, ix.pods, ix.podgroups))          # a Coscheduling or Volcano PodGroup
-    name, kind, group = _meta(obj).get("name"), obj.get("kind"), _group_of(obj.get("apiVersion"))
+    name, kind, group = metadata(obj).get("name"), obj.get("kind"), _group_of(obj.get("apiVersion"))
     for wl in ix.workloads:
         ref = _spec(wl).get("controllerRef") if isinstance(_spec(wl).get("controllerRef"), dict) else {}
         if (ref.get("name") == name and ref.get("kind") == kind and (ref.get("apiGroup") or "") == group) \
@@ -154,7 +155,7 @@ def _templates(spec: dict, out: list[dict], depth: int = 0) -> list[dict]:
 
 def _workload_node(ix: _Index, wl: dict, asked, label: str) -> dict:
     node = _base(wl, asked)
-    name = _meta(wl).get("name")
+    name = metadata(wl).get("name")
     node["controllerRef"] = _spec(wl).get("controllerRef")
     made = {(_spec(g).get("workloadRef") or {}).get("templateName") for g in ix.podgroups + ix.composites
             if _workload_of(g) == name}
@@ -172,7 +173,7 @@ def _group_node(ix: _Index, obj: dict, asked, label: str, depth: int = 0) -> dic
             node["asked"] = True
         return node
     node = _base(obj, asked)
-    spec, name = _spec(obj), _meta(obj).get("name")
+    spec, name = _spec(obj), metadata(obj).get("name")
     node["policy"], node["minGroupCount"] = groups.policy(spec)
     node["disruptionMode"] = groups.disruption(spec)
     node["template"] = (spec.get("workloadRef") or {}).get("templateName") if isinstance(spec.get("workloadRef"),

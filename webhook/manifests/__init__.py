@@ -10,8 +10,6 @@ kube-apiserver's YAML decoder refuses excessive aliasing. A large YAML stream
 is read on several cores (webhook.manifests.parallel_yaml)."""
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import os
 import stat
@@ -20,6 +18,7 @@ from typing import Any, Iterator
 
 import yaml
 
+from webhook import collector
 from webhook.manifests import parallel_yaml
 from webhook.manifests.positions import Origin, Source
 from webhook.manifests.yaml_documents import TooLarge, is_list
@@ -95,20 +94,6 @@ def _syntax_problem(path: str, exc: Exception, what: str) -> FileProblem:
     return FileProblem(path, f"not valid {what}: {problem}")
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Reading builds millions of small containers and no cycles, and every full
-    run of the cyclic collector would walk all of them again: it was half the
-    time of reading 50 MB (reference counting still frees what is dropped)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _parse(path: str, text: str) -> list[tuple[Any, Any, Any]]:
     """(object, span, item spans) per document; JSON has one document and no spans."""
     if path.endswith(".json"):
@@ -133,7 +118,7 @@ def _objects(path: str, source: Source, obj: Any, span, item_spans) -> Iterator[
 def load(paths: list[str]) -> tuple[list[Document], list[FileProblem]]:
     docs: list[Document] = []
     problems: list[FileProblem] = []
-    with _collector_paused():
+    with collector.paused():        # it was half the time of reading 50 MB
         for path in expand_paths(paths):
             what = "JSON" if path.endswith(".json") else "YAML"
             try:

@@ -21,7 +21,6 @@ from webhook import forks
 from webhook.manifests.yaml_documents import DuplicateKey, Span, TooLarge, documents
 
 MIN_PART_CHARS = 1_500_000
-MAX_PARTS = 8
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
 #: Line breaks libyaml counts that a count of "\n" would miss.
 _OTHER_BREAKS = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
@@ -107,8 +106,8 @@ def _shifted(result: tuple[str, Any], index: int, line: int) -> list[tuple[Any, 
 
 def plan(text: str) -> list[int] | None:
     """Where the parts of `text` start, or None when it is read in one piece."""
-    parts = min(forks.usable_cores(), MAX_PARTS, len(text) // MIN_PART_CHARS)
-    if parts < 2 or not forks.can_fork() or text.startswith("%") or "\n%" in text or _other_breaks(text):
+    parts = forks.parts(len(text), MIN_PART_CHARS)
+    if parts < 2 or text.startswith("%") or "\n%" in text or _other_breaks(text):
         return None
     starts = cuts(text, parts)
     return starts if len(starts) > 1 else None

@@ -20,12 +20,10 @@ from webhook.manifests import Document
 from webhook.validate.output.model import Result
 
 MIN_PER_PART = 2_000
-MAX_PARTS = 8
 
 
 def parts_for(count: int) -> int:
-    parts = min(forks.usable_cores(), MAX_PARTS, count // MIN_PER_PART)
-    return parts if parts >= 2 and forks.can_fork() else 1
+    return forks.parts(count, MIN_PER_PART)
 
 
 def _without_documents(results: list[Result]) -> bytes:
