@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import ssl
 import threading
 import time
@@ -26,6 +27,7 @@ BODY = 7 * 1024 * 1024                  # server.maxBodyBytes' default
 SECONDS = 5.0
 BODY_TIMEOUT = 2                        # short, so that the budget changes hands during the test
 PIECE = b" " * 65536
+SEND_BUFFER = 256 * 1024
 
 
 def chart_memory_limit_mib() -> float:
@@ -54,8 +56,14 @@ class Trickles:
     async def _one(self) -> None:
         writer = None
         try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", self.server.port, ssl=self.ctx,
-                                                           server_hostname="localhost")
+            # A small send buffer: the kernel's autotuned one (up to 4 MiB) let the connections the
+            # server is not reading soak up this one client loop's writes, so under a slow machine
+            # the ones holding the budget did not get their body out before the body deadline.
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+            sock.setblocking(False)
+            await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", self.server.port))
+            reader, writer = await asyncio.open_connection(sock=sock, ssl=self.ctx, server_hostname="localhost")
             writer.write(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                          b"Content-Length: %d\r\n\r\n" % BODY)
             left = BODY - 1
