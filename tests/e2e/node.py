@@ -100,6 +100,12 @@ class RealNode:
     def helm(self, *args: str, **kw) -> subprocess.CompletedProcess:
         return self.run([self.helm_bin, *args], **kw)
 
+    def tag_image(self, source: str, target: str) -> None:
+        """Give an imported image a second name in the node's containerd, as a pull of
+        ``target`` would have left it (``ctr images tag``)."""
+        sock = BASE / "containerd" / "containerd.sock"
+        sh("ctr", "--address", str(sock), "--namespace", "k8s.io", "images", "tag", "--force", source, target)
+
     def api(self, method: str, path: str, body=None, content_type: str = "application/json") -> tuple[int, dict]:
         """One JSON call to the API server from inside the namespace."""
         return in_netns(NETNS, Api(self.cp).call, method, path, body, content_type)
