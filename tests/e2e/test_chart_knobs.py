@@ -165,7 +165,7 @@ def test_service_account_create_name_and_annotations(bin_dir, tmp_path):
 
 
 def test_host_network_listens_on_ports_of_its_own_and_everything_follows(bin_dir, tmp_path):
-    docs = render(bin_dir, tmp_path, {**EVERYTHING, "hostNetwork": {"enabled": True, "port": 10300, "metricsPort": 10301}})
+    docs = render(bin_dir, tmp_path, {**EVERYTHING, "hostNetwork": True, "hostNetworkPorts": {"admission": 10300, "metrics": 10301}})
     spec = pods(docs)["serving"]
     assert (spec["hostNetwork"], spec["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
     assert {p["name"]: p["containerPort"] for p in spec["containers"][0]["ports"]} == {"https": 10300, "metrics": 10301}
@@ -177,8 +177,23 @@ def test_host_network_listens_on_ports_of_its_own_and_everything_follows(bin_dir
     assert spec["containers"][0]["readinessProbe"]["httpGet"]["port"] == "https"
     assert [[p["port"] for p in r["ports"]] for r in one(docs, "NetworkPolicy")["spec"]["ingress"]] == [[10300], [10301]]
     assert "hostNetwork" not in pods(docs)["audit"]
-    proc = render(bin_dir, tmp_path, {"hostNetwork": {"enabled": True, "port": 10300, "metricsPort": 10300}}, check=False)
-    assert proc.returncode != 0 and "hostNetwork.metricsPort (10300) must differ from hostNetwork.port" in proc.stderr
+    proc = render(bin_dir, tmp_path, {"hostNetwork": True, "hostNetworkPorts": {"admission": 10300, "metrics": 10300}}, check=False)
+    assert proc.returncode != 0 and "hostNetworkPorts.metrics (10300) must differ from hostNetworkPorts.admission" in proc.stderr
+
+
+def test_host_network_is_a_boolean_as_in_peer_charts(bin_dir):
+    """`--set hostNetwork=true`, as Kyverno's, Gatekeeper's and cert-manager's charts take it; the
+    ports default beside it; an object where the boolean stands is refused by the schema."""
+    helm = os.path.join(bin_dir, "helm")
+    proc = subprocess.run([helm, "template", RELEASE, CHART, "-n", NS, "--set", "hostNetwork=true"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    spec = one([d for d in yaml.safe_load_all(proc.stdout) if d], "Deployment")["spec"]["template"]["spec"]
+    assert spec["hostNetwork"] is True
+    assert {p["name"]: p["containerPort"] for p in spec["containers"][0]["ports"]} == {"https": 10270, "metrics": 10271}
+    proc = subprocess.run([helm, "template", RELEASE, CHART, "-n", NS, "--set", "hostNetwork.enabled=true"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "hostNetwork" in proc.stderr, proc.stderr
 
 
 def test_topology_spread_pdb_revision_history_and_probes(bin_dir, tmp_path):
@@ -280,7 +295,7 @@ def test_events_grant_writing_events_only_when_enabled(bin_dir, tmp_path):
     {"extraArgs": ["--x"]}, {"extraEnv": [{"name": "A", "value": "1"}]}, {"extraEnvFrom": [{"secretRef": {"name": "s"}}]},
     {"extraVolumes": [{"name": "v", "emptyDir": {}}]}, {"extraVolumeMounts": [{"name": "v", "mountPath": "/v"}]},
     {"serviceAccount": {"create": True, "name": "sa", "annotations": {"a": "b"}}},
-    {"hostNetwork": {"enabled": True, "port": 10270, "metricsPort": 10271}},
+    {"hostNetwork": True, "hostNetworkPorts": {"admission": 10270, "metrics": 10271}},
     {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "k", "whenUnsatisfiable": "ScheduleAnyway"}]},
     {"podDisruptionBudget": {"maxUnavailable": 1}}, {"revisionHistoryLimit": 2},
     {"probes": {"liveness": {"timeoutSeconds": 2}}},

@@ -97,10 +97,10 @@ app.kubernetes.io/component: webhook
 {{/* The ports the serving container listens on: server.port and server.metricsPort, or with
      hostNetwork the node ports of its own (the Service's targetPorts are the names, so they follow). */}}
 {{- define "ww.port" -}}
-{{- if .Values.hostNetwork.enabled }}{{ int .Values.hostNetwork.port }}{{ else }}{{ int .Values.server.port }}{{ end -}}
+{{- if .Values.hostNetwork }}{{ int .Values.hostNetworkPorts.admission }}{{ else }}{{ int .Values.server.port }}{{ end -}}
 {{- end -}}
 {{- define "ww.metricsPort" -}}
-{{- if .Values.hostNetwork.enabled }}{{ int .Values.hostNetwork.metricsPort }}{{ else }}{{ int .Values.server.metricsPort }}{{ end -}}
+{{- if .Values.hostNetwork }}{{ int .Values.hostNetworkPorts.metrics }}{{ else }}{{ int .Values.server.metricsPort }}{{ end -}}
 {{- end -}}
 
 {{- define "ww.tlsSecret" -}}
@@ -130,13 +130,13 @@ app.kubernetes.io/component: webhook
 {{- end -}}
 {{- end -}}
 {{- $_ := set $c "server" (merge (dict "bindAddress" "0.0.0.0" "certDir" "/var/run/workload-webhook/certs" "cluster" "auto") $server) -}}
-{{- if .Values.hostNetwork.enabled -}}
+{{- if .Values.hostNetwork -}}
 {{- /* on the node's network: the ports of its own (ww.port), which must differ */ -}}
-{{- if eq (int .Values.hostNetwork.port) (int .Values.hostNetwork.metricsPort) -}}
-{{- fail (printf "hostNetwork.metricsPort (%d) must differ from hostNetwork.port" (int .Values.hostNetwork.metricsPort)) -}}
+{{- if eq (int .Values.hostNetworkPorts.admission) (int .Values.hostNetworkPorts.metrics) -}}
+{{- fail (printf "hostNetworkPorts.metrics (%d) must differ from hostNetworkPorts.admission" (int .Values.hostNetworkPorts.metrics)) -}}
 {{- end -}}
-{{- $_ := set $c.server "port" (int .Values.hostNetwork.port) -}}
-{{- $_ := set $c.server "metricsPort" (int .Values.hostNetwork.metricsPort) -}}
+{{- $_ := set $c.server "port" (int .Values.hostNetworkPorts.admission) -}}
+{{- $_ := set $c.server "metricsPort" (int .Values.hostNetworkPorts.metrics) -}}
 {{- end -}}
 {{- if .Values.events.enabled -}}
 {{- $_ := set $c "events" (merge (dict "enabled" true) ($c.events | default dict)) -}}
