@@ -60,7 +60,7 @@ def crd_schemas(paths: list[str]) -> crd_fields.Schemas:
     """The schemas of the CRDs in `paths`; anything else there is a usage error."""
     docs, problems = load(paths)
     schemas = crd_fields.Schemas()
-    why = [f"{p.file}: {p.message}" for p in problems]
+    why = [f"{p.where}: {p.message}" for p in problems]
     for doc in docs:
         reason = schemas.add_crd(doc.obj)
         if reason:

@@ -111,7 +111,9 @@ class Summary:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.unread or any(self.failing.values()) else 0
+        """2 when a file could not be read or parsed (an input error, as a path that is not there:
+        the gate did not see all of it), else 1 when something fails the run, else 0."""
+        return 2 if self.unread else 1 if any(self.failing.values()) else 0
 
 
 @dataclass
@@ -167,9 +169,9 @@ def summary_lines(report: Report) -> list[str]:
                              else f" (--fail-on {report.fail_on})")
            for state, n in s.failing.items() if n]
     if s.unread:
-        why.append(f"{s.unread} file(s) not read")
+        why.insert(0, f"{s.unread} file(s) not read")
     if why:
-        verdict = "exit 1 because of " + ", ".join(why)
+        verdict = f"exit {s.exit_code} because of " + ", ".join(why)
     else:
         verdict = f"exit 0: nothing fails at --fail-on {report.fail_on}"
         if s.skipped:

@@ -25,7 +25,7 @@ def _state(r: Result) -> str | None:
 
 
 def lines(report: Report) -> list[str]:
-    out = [f"{p.file}: error: {p.message}" for p in report.problems]
+    out = [f"{p.where}: error: {p.message}" for p in report.problems]
     for r in report.results:
         if not report.shown(r):
             continue
