@@ -231,7 +231,8 @@ def _config_args(p: argparse.ArgumentParser) -> None:
     """The configuration of the commands that judge objects: a file plus shipped profiles."""
     p.add_argument("--config", metavar="FILE", help="configuration file (docs/configuration.md)")
     p.add_argument("--profile", action="append", type=_profile, metavar="NAME",
-                   help="add a shipped profile: jobset, leaderworkerset, job-template:KIND.GROUP:JOBSPEC_PATH; repeatable")
+                   help="add a shipped profile: jobset, leaderworkerset (lws), job-template:KIND.GROUP:JOBSPEC_PATH; "
+                        "repeatable")
 
 
 def _version() -> str:

@@ -2,7 +2,7 @@
 (a violation or denial, the object asked about not there), 2 a usage, config, input
 or cluster error: an input that cannot be read or parsed is 2 wherever it is given,
 as a path that is not there is. A syntax error is named `file:line:column:` in the
-text output as the other formats locate it."""
+text output as the other formats locate it; the --profile error lists every name."""
 from __future__ import annotations
 
 import json
@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests.server.harness import REPO
+from webhook import profiles
 from webhook.cli import main
 
 BROKEN = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: [a, b\n"
@@ -132,3 +133,17 @@ def test_explain_keeps_1_for_an_object_that_is_not_there():
     with open(os.path.join(REPO, "docs", "cli.md"), encoding="utf-8") as f:
         doc = f.read()
     assert "the object asked about not there (`explain`)" in doc
+
+
+def test_the_profile_error_lists_every_name_from_the_profiles_data(capsys):
+    names = sorted({*profiles.NAMES, *profiles.aliases()})
+    assert "lws" in names and "leaderworkerset" in names
+    assert set(profiles.NAMES) == {f[:-5] for f in os.listdir(os.path.dirname(profiles.__file__))
+                                   if f.endswith(".yaml")}
+    code, _, err = run(capsys, "validate", "-f", os.path.join(REPO, "examples", "valid"), "--profile", "kueue")
+    assert code == 2
+    assert 'Unsupported value: "kueue": supported values: ' + ", ".join(f'"{n}"' for n in names) in err
+    # Each short name selects its profile, in a config's `profiles` as with --profile.
+    for alias, name in profiles.aliases().items():
+        code, _, err = run(capsys, "validate", "-f", os.path.join(REPO, "examples", "valid"), "--profile", alias)
+        assert code == 0, err

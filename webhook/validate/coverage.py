@@ -18,14 +18,15 @@ from webhook import kinds, profiles
 from webhook.config import Config
 
 JUDGED, SKIPPED, UNRELATED = "judged", "skipped", "unrelated"
-_SHORT = {"leaderworkerset": "lws"}
 
 
 @cache
 def _profile_of() -> dict[tuple[str, str], str]:
-    """The shipped profiles that need no parameters, by the (group, kind) they judge."""
-    return {(t["group"], t["kind"]): name for name in ("jobset", "leaderworkerset")
-            for t in profiles.data(name)["targets"]}
+    """The shipped profiles that need no parameters (they list their targets), by the (group, kind)
+    they judge: the shortest name that selects each."""
+    short = {name: alias for alias, name in profiles.aliases().items()}
+    return {(t["group"], t["kind"]): min((name, short.get(name, name)), key=len) for name in profiles.NAMES
+            for t in profiles.data(name).get("targets") or ()}
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class Classifier:
             return Coverage(SKIPPED, f"no rules for {api_version} {kind} (the rules cover {', '.join(versions)})")
         profile = _profile_of().get((group, kind))
         if profile:
-            flag = f"--profile {_SHORT.get(profile, profile)}"
+            flag = f"--profile {profile}"
             return Coverage(UNRELATED, f"no rules for {kind}.{group}: not a target of the configuration; "
                                        f"{flag} judges it", flag)
         return Coverage(UNRELATED, f"no rules for {kind}.{group or 'core'}: not a target of the configuration")
