@@ -8,11 +8,18 @@ from typing import TextIO
 
 import orjson
 
-from webhook.validate.output.model import SKIPPED, UNRELATED, Report, Result
+from webhook.validate.output.model import SKIPPED, UNRELATED, Finding, Report, Result
+
+
+def _finding(f: Finding) -> dict:
+    out = {**f.error.as_dict(), "line": f.line, "column": f.column}
+    if f.hint:                        # the detail stays the API server's; what turns the gate on is apart
+        out["hint"] = f.hint
+    return out
 
 
 def _findings(r: Result, level: str) -> list[dict]:
-    return [{**f.error.as_dict(), "line": f.line, "column": f.column} for f in r.findings if f.level == level]
+    return [_finding(f) for f in r.findings if f.level == level]
 
 
 def record(r: Result) -> dict:

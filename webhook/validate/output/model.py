@@ -22,15 +22,31 @@ _WARNING_PATH = re.compile(r"^([A-Za-z_][\w.\[\]-]*): ")
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
+def gate_hint(gate: str) -> str:
+    """What turns a feature gate on offline: the config's `featureGates` stands for the cluster's."""
+    return f"featureGates.{gate}: true in --config, for a cluster with the gate on"
+
+
+def shown(error: FieldError) -> str:
+    """A violation as a report line says it: as kubectl prints it, then, for a refusal of
+    a gate that is off, the hint naming the config key (the error itself stays the API server's)."""
+    return f"{error} (hint: {gate_hint(error.gate)})" if error.gate else str(error)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One line of a report: a violation (deny, warn or audit, with its FieldError)
     or a warning of the rules (`note`), where it is in the file."""
     level: str                      # deny | warn | audit | note
-    text: str                       # as kubectl prints it: `field: Invalid value: ...: detail (RULE)`
+    text: str                       # as kubectl prints it: `field: Invalid value: ...: detail (RULE)`, and a hint
     line: int
     column: int
     error: FieldError | None = None
+
+    @property
+    def hint(self) -> str | None:
+        """For a gate that is off, the config key that turns it on."""
+        return gate_hint(self.error.gate) if self.error is not None and self.error.gate else None
 
     def fails(self, fail_on: str) -> bool:
         """It fails a run at `--fail-on fail_on` (a warning of the rules never does)."""
@@ -85,7 +101,7 @@ class Result:
         v, out = self.verdict, []
         for level, errors in (("deny", v.errors), ("warn", v.warned), ("audit", v.audits)):
             for e in errors:
-                out.append(Finding(level, str(e), *self.position(e.field), error=e))
+                out.append(Finding(level, shown(e), *self.position(e.field), error=e))
         for w in v.warnings:
             out.append(Finding("note", w, *self.position(_warning_path(w))))
         return out
