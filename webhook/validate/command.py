@@ -99,7 +99,7 @@ def judge(docs: list[manifests.Document], args: argparse.Namespace, cfg, schemas
             if schemas is not None:
                 verdict = with_unknown_fields(verdict, obj, schemas)
             if verdict.checked:
-                return judged(doc, verdict, args.fail_on)
+                return judged(doc, verdict, args.fail_on, found.warns)
             return Result(doc, UNRELATED, verdict, f"{obj.get('kind')} is judged on create only")  # a Pod
         if found.state == coverage.SKIPPED:
             return Result(doc, SKIPPED, reason=found.reason, fails=args.fail_on_skipped)

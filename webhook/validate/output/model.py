@@ -42,6 +42,7 @@ class Finding:
     line: int
     column: int
     error: FieldError | None = None
+    warns: str | None = None        # a warning that is a finding of this rule (BRG-1): level warn
 
     @property
     def hint(self) -> str | None:
@@ -56,7 +57,7 @@ class Finding:
     def rule(self) -> str:
         """The own rule id, else the upstream reason (`FieldValueInvalid`); `warning` for a note."""
         if self.error is None:
-            return "warning"
+            return self.warns or "warning"
         return self.error.rule or self.error.reason
 
 
@@ -67,7 +68,13 @@ class Result:
     verdict: Verdict = field(default_factory=Verdict)
     reason: str | None = None       # why a skipped or unrelated object is not judged
     fails: bool = False             # it makes the run exit 1
-    hint: str | None = None         # the flag that would judge it (`--profile jobset`)
+    hint: str | None = None         # the flag or config key that would judge it (`--profile jobset`)
+    warns: str | None = None        # the rule whose findings its warnings are (a foreign PodGroup: BRG-1)
+
+    @property
+    def action(self) -> str | None:
+        """The strictest action of its violations; a foreign PodGroup's warnings are `warn`."""
+        return self.verdict.action or ("warn" if self.warns and self.verdict.warnings else None)
 
     @property
     def api_version(self) -> str | None:
@@ -103,7 +110,8 @@ class Result:
             for e in errors:
                 out.append(Finding(level, shown(e), *self.position(e.field), error=e))
         for w in v.warnings:
-            out.append(Finding("note", w, *self.position(_warning_path(w))))
+            out.append(Finding("warn" if self.warns else "note", w, *self.position(_warning_path(w)),
+                               warns=self.warns))
         return out
 
 
@@ -169,9 +177,11 @@ class Report:
         return out
 
 
-def judged(doc: Document, verdict: Verdict, fail_on: str) -> Result:
-    state = _STATE[verdict.action]
-    return Result(doc, state, verdict, fails=fails(verdict.action, fail_on))
+def judged(doc: Document, verdict: Verdict, fail_on: str, warns: str | None = None) -> Result:
+    """A judged object's Result; with `warns`, the engine's warnings are findings of that rule (warned)."""
+    result = Result(doc, VALID, verdict, warns=warns)
+    result.state, result.fails = _STATE[result.action], fails(result.action, fail_on)
+    return result
 
 
 def summary_lines(report: Report) -> list[str]:

@@ -16,6 +16,8 @@ def _state(r: Result) -> str | None:
     if r.state == VALID:
         return "valid"
     if r.state in (WARNED, AUDITED):
+        if r.warns and not r.verdict.action:
+            return f"admitted with warnings ({r.warns})"
         return f"admitted with {r.verdict.action}-level violations (enforcement)"
     if r.state == SKIPPED:
         return f"skipped ({r.reason})"
