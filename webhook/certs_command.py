@@ -1,6 +1,7 @@
 """`workload-webhook certs`: `generate` a development CA and serving certificate
 (never over files already there without --force), `inspect` a certificate file.
-Exit codes: 0 done, 1 the file to inspect cannot be read, 2 usage."""
+Exit codes: 0 done, 2 usage, or a file to inspect that is not there, cannot be read or
+holds anything but PEM certificates (an input error, as `--ca-bundle` and `--ca-dir` are)."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,7 @@ import ipaddress
 import os
 import sys
 
-EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def ip_address(text: str) -> str:
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         print(pem.describe(args.file))
     except (OSError, ValueError) as exc:        # unreadable; not PEM certificates (pem.BundleError)
         print(f"error: {args.file}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
-        return EXIT_UNREADABLE
+        return EXIT_USAGE
     return EXIT_OK
 
 

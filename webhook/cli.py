@@ -1,5 +1,6 @@
 """Command line: `validate` and `mutate` run the very rules the server runs,
-on files. Exit codes: 0 fine, 1 a violation or denial, 2 usage or config error."""
+on files. Exit codes (docs/cli.md): 0 fine; 1 the answer is no (a violation or denial, a release not
+admitting, the object asked about not there); 2 a usage, config, input or cluster error."""
 from __future__ import annotations
 
 import argparse
@@ -24,9 +25,9 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     docs, problems = _load(args.filename)
     ctx_docs, ctx_problems = _load(args.context) if args.context else ([], [])
     for p in problems + ctx_problems:
-        print(f"{p.file}: error: {p.message}", file=sys.stderr)
+        print(f"{p.where}: error: {p.message}", file=sys.stderr)
     if problems or ctx_problems:
-        return EXIT_VIOLATION
+        return EXIT_USAGE                  # an input that cannot be read or parsed, as a path that is not there
     view = StaticView([d.obj for d in ctx_docs], authoritative=True)
     status, outputs = EXIT_OK, []
     for doc in docs:
@@ -94,7 +95,7 @@ def _target_resources(args: argparse.Namespace, targets):
     from webhook.targets import UnknownResource
     crds, problems = _load(args.crd) if args.crd else ([], [])
     for p in problems:
-        print(f"{p.file}: error: {p.message}", file=sys.stderr)
+        print(f"{p.where}: error: {p.message}", file=sys.stderr)
     if problems:
         return None
     try:
@@ -230,7 +231,8 @@ def _config_args(p: argparse.ArgumentParser) -> None:
     """The configuration of the commands that judge objects: a file plus shipped profiles."""
     p.add_argument("--config", metavar="FILE", help="configuration file (docs/configuration.md)")
     p.add_argument("--profile", action="append", type=_profile, metavar="NAME",
-                   help="add a shipped profile: jobset, leaderworkerset, job-template:KIND.GROUP:JOBSPEC_PATH; repeatable")
+                   help="add a shipped profile: jobset, leaderworkerset (lws), job-template:KIND.GROUP:JOBSPEC_PATH; "
+                        "repeatable")
 
 
 def _version() -> str:

@@ -158,6 +158,9 @@ class FieldError:
     # The catalogue id of the mirror rule that found it (docs/rules.md): counted and logged, never
     # printed (a mirror keeps the API server's text) and never relaxed by enforcement.
     mirror: str | None = dataclasses.field(default=None, compare=False)
+    # The feature gate that, off, makes this error (`Forbidden: disabled by feature-gate G`): data for
+    # `validate`'s hint naming the config key that turns it on; never printed here (the text is the API server's).
+    gate: str | None = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.type not in TYPES:
@@ -225,6 +228,11 @@ def invalid(path: Path, value: Any, detail: str) -> FieldError:
 
 def forbidden(path: Path, detail: str) -> FieldError:
     return FieldError("Forbidden", path, OMIT, detail)
+
+
+def gated_off(path: Path, gate: str) -> FieldError:
+    """`path` is set while feature gate `gate` is off, as the API server refuses it (it knows its gate)."""
+    return FieldError("Forbidden", path, OMIT, f"disabled by feature-gate {gate}", gate=gate)
 
 
 def not_supported(path: Path, value: Any, supported: Iterable[str]) -> FieldError:

@@ -308,4 +308,4 @@ def test_e_explain_starts_at_a_configured_target_object(stack, scenario, tmp_pat
     assert pg["members"]["bound"] == 2 and pg["state"] == "running: 2 bound"
     # Without the target in the config, the kind is unknown: a usage problem, said as such.
     proc = subprocess.run(argv[:-4] + ["-o", "json"], capture_output=True, text=True, timeout=60, cwd=REPO)
-    assert proc.returncode == 1 and "unknown kind 'trainjob'" in proc.stderr
+    assert proc.returncode == 2 and "unknown kind 'trainjob'" in proc.stderr

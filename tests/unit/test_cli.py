@@ -77,7 +77,7 @@ def test_multidoc_json_and_list(tmp_path, capsys):
 def test_broken_file_and_missing_path(tmp_path, capsys):
     (tmp_path / "bad.yaml").write_text("a: [1, 2\n")
     code, out, _ = run(capsys, "validate", "-f", str(tmp_path / "bad.yaml"))
-    assert code == 1 and "not valid YAML" in out
+    assert code == 2 and "not valid YAML" in out
     code, _, err = run(capsys, "validate", "-f", str(tmp_path / "nope.yaml"))
     assert code == 2 and "no such file" in err
 

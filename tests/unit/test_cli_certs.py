@@ -90,7 +90,7 @@ def test_inspect_shows_days_left_key_type_and_the_sha256_fingerprint(tmp_path, c
 def test_inspect_of_a_key_says_so(tmp_path, capsys):
     out = tmp_path / "pki"
     assert _generate(capsys, "--out", str(out)) == 0
-    assert main(["certs", "inspect", str(out / "ca.key")]) == 1
+    assert main(["certs", "inspect", str(out / "ca.key")]) == 2
     assert "PRIVATE KEY block" in capsys.readouterr().err
 
 

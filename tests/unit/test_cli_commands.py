@@ -26,10 +26,10 @@ def test_certs_generate_then_inspect_and_rotate_with_the_same_ca(tmp_path, capsy
     assert not (again / "ca.key").exists()         # the CA stays where it is
 
 
-def test_certs_inspect_of_a_broken_file_exits_1(tmp_path, capsys):
+def test_certs_inspect_of_a_broken_file_exits_2(tmp_path, capsys):
     bad = tmp_path / "x.crt"
     bad.write_text("not a certificate")
-    assert main(["certs", "inspect", str(bad)]) == 1
+    assert main(["certs", "inspect", str(bad)]) == 2
     assert "x.crt" in capsys.readouterr().err
 
 

@@ -50,11 +50,11 @@ def test_a_key_given_twice_is_an_error_with_its_line(tmp_path, capsys):
     path = tmp_path / "dup.yaml"
     path.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: b\n")
     code, out, _ = run(capsys, "validate", "-f", str(path))
-    assert code == 1 and "line 5, column 3: duplicate key 'name' (first at line 4)" in out
+    assert code == 2 and f"{path}:5:3: error: not valid YAML: duplicate key 'name' (first at line 4)" in out
     js = tmp_path / "dup.json"
     js.write_text('{"apiVersion": "v1", "kind": "Pod", "kind": "Pod"}')
     code, out, _ = run(capsys, "validate", "-f", str(js))
-    assert code == 1 and "duplicate key 'kind'" in out
+    assert code == 2 and "duplicate key 'kind'" in out
 
 
 def test_yaml_merge_keys_are_not_duplicates(tmp_path, capsys):
@@ -68,11 +68,11 @@ def test_syntax_errors_keep_line_and_column(tmp_path, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text("apiVersion: v1\nkind: [Pod\nmetadata: {}\n")
     code, out, _ = run(capsys, "validate", "-f", str(path))
-    assert code == 1 and "not valid YAML: line 3, column" in out
+    assert code == 2 and f"{path}:3:" in out and "error: not valid YAML: " in out
     js = tmp_path / "bad.json"
     js.write_text('{"a": 1,\n "b": }')
     code, out, _ = run(capsys, "validate", "-f", str(js))
-    assert code == 1 and "not valid JSON: line 2, column 7" in out
+    assert code == 2 and f"{js}:2:7: error: not valid JSON: " in out
 
 
 def test_objects_without_rules_are_counted_and_can_fail_the_run(tmp_path, capsys):

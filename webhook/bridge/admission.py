@@ -8,6 +8,8 @@ from webhook.bridge.mirror import min_count, not_mirrored
 from webhook.verdict import Verdict
 
 WARNING_LIMIT = 120        # ADM-5
+#: The rule whose findings a foreign PodGroup's create warnings are (`validate` reports them as warned).
+RULE = "BRG-1"
 
 
 def _short(text: str) -> str:

@@ -1,6 +1,7 @@
 """The `explain` subcommand: arguments, then read -> build -> render.
-Exit codes: 0 shown, 1 the object was not found, 2 usage, configuration or
-cluster errors (no kubeconfig, unreachable, TLS, 401, the object forbidden)."""
+Exit codes: 0 shown, 1 the object was not found (the answer is no, as kubectl get's), 2 usage
+(a kind explain does not read), configuration or cluster errors (no kubeconfig, unreachable, TLS,
+401, the object forbidden)."""
 from __future__ import annotations
 
 import argparse
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         targets = reader.target_kinds(cfg, discovery.served_resources(api, cfg.targets))
         objects, problems = reader.read(api, which[0], which[1], namespace, targets)
         result = tree.build(objects, which[0], which[1], namespace, group_label=label)
-    except (credentials.CredentialsError, reader.ClusterError) as exc:
+    except (credentials.CredentialsError, reader.ClusterError, reader.UnknownKind) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (reader.ReadError, tree.NotFound) as exc:

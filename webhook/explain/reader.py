@@ -26,6 +26,10 @@ class ReadError(Exception):
     """The asked object does not exist, or no configured kind names it (the message says why)."""
 
 
+class UnknownKind(ReadError):
+    """KIND names nothing explain reads: a usage error, not an object that is not there."""
+
+
 class ClusterError(Exception):
     """The API server could not be asked: unreachable, TLS, credentials refused (401), or
     the asked object forbidden (403). One line, naming the server."""
@@ -186,7 +190,7 @@ def read(api, kind: str, name: str, namespace: str, targets: list[Kind] = ()) ->
     lowered = {k.lower(): v for k, v in known.items()}
     asked_kind = known.get(kind) or lowered.get(kind.lower())
     if asked_kind is None:
-        raise ReadError(f"unknown kind {kind!r}: one of job, workload, podgroup, compositepodgroup, "
+        raise UnknownKind(f"unknown kind {kind!r}: one of job, workload, podgroup, compositepodgroup, "
                         "podgroups.scheduling.x-k8s.io, podgroups.scheduling.volcano.sh, or a configured target "
                         "(--config/--profile)")
     asked = reader.get(asked_kind, namespace, name, asked=True)

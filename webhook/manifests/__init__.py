@@ -39,8 +39,13 @@ class Document:
 class FileProblem:
     file: str
     message: str
-    line: int | None = None          # 1-based, for a syntax error
+    line: int | None = None          # 1-based, for a syntax error (then not repeated in the message)
     column: int | None = None
+
+    @property
+    def where(self) -> str:
+        """`file:line:column` as compilers name a place (editors jump to it), else the file."""
+        return f"{self.file}:{self.line}:{self.column or 1}" if self.line else self.file
 
 
 def expand_paths(paths: list[str]) -> Iterator[str]:
@@ -82,15 +87,13 @@ def _no_duplicate_keys(pairs: list) -> dict:
 
 
 def _syntax_problem(path: str, exc: Exception, what: str) -> FileProblem:
-    """One line, with where: `line L, column C: problem`."""
+    """One line; where it is, in the problem's line and column."""
     if isinstance(exc, json.JSONDecodeError):
-        return FileProblem(path, f"not valid {what}: line {exc.lineno}, column {exc.colno}: {exc.msg}",
-                           exc.lineno, exc.colno)
+        return FileProblem(path, f"not valid {what}: {exc.msg}", exc.lineno, exc.colno)
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
     if mark is not None:
-        return FileProblem(path, f"not valid {what}: line {mark.line + 1}, column {mark.column + 1}: {problem}",
-                           mark.line + 1, mark.column + 1)
+        return FileProblem(path, f"not valid {what}: {problem}", mark.line + 1, mark.column + 1)
     return FileProblem(path, f"not valid {what}: {problem}")
 
 

@@ -19,9 +19,8 @@ from webhook.field import FieldError, Path, invalid, not_supported
 from webhook.schemas import structural_errors
 
 _DIR = os.path.dirname(__file__)
-NAMES = ("jobset", "leaderworkerset", "job-template")
-#: Short names a config or `--profile` may use instead (`lws`, as the LWS project calls itself).
-ALIASES = {"lws": "leaderworkerset"}
+#: The shipped profiles: one YAML file each, named as a config names it.
+NAMES = tuple(sorted(f[:-len(".yaml")] for f in os.listdir(_DIR) if f.endswith(".yaml")))
 _PARAM = re.compile(r"\{(\w+)\}")
 # job-template's parameters; the others take none.
 _JOB_TEMPLATE_KEYS = ("group", "kind", "versions", "plural", "jobSpec")
@@ -31,6 +30,18 @@ _JOB_TEMPLATE_KEYS = ("group", "kind", "versions", "plural", "jobSpec")
 def data(name: str) -> dict:
     with open(os.path.join(_DIR, f"{name}.yaml"), encoding="utf-8") as f:
         return yaml.safe_load(f)
+
+
+@lru_cache(maxsize=None)
+def aliases() -> dict[str, str]:
+    """Short names a config or `--profile` may use instead, from each profile's own `aliases`
+    (`lws`, as the LWS project calls itself) -> the profile's name."""
+    return {alias: name for name in NAMES for alias in data(name).get("aliases") or ()}
+
+
+def every_name() -> tuple[str, ...]:
+    """What a config's `profiles` (and `--profile`) accepts: each profile's name and short names."""
+    return (*NAMES, *aliases())
 
 
 def _fill(node: Any, params: dict[str, str]) -> Any:
@@ -49,9 +60,9 @@ def expand(entries: list, errors: list[FieldError]) -> list[dict]:
     for i, entry in enumerate(entries):
         where = Path("profiles", i)
         name = entry if isinstance(entry, str) else entry.get("name")
-        name = ALIASES.get(name, name) if isinstance(name, str) else name
+        name = aliases().get(name, name) if isinstance(name, str) else name
         if not isinstance(entry, (str, dict)) or name not in NAMES:
-            errors.append(not_supported(where if isinstance(entry, str) else where.child("name"), name, NAMES))
+            errors.append(not_supported(where if isinstance(entry, str) else where.child("name"), name, every_name()))
             continue
         if name == "job-template":
             if isinstance(entry, str):

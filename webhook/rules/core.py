@@ -11,7 +11,7 @@ from webhook import formats
 from webhook.blocks import claims, composite, constraints, disruption, policy, priority
 from webhook.blocks.common import CORE, check_immutable, same
 from webhook.config import Config
-from webhook.field import FieldError, Path, forbidden, found_by, invalid, required
+from webhook.field import FieldError, Path, found_by, gated_off, invalid, required
 from webhook.verdict import Verdict
 from webhook.schemas import structural_errors
 
@@ -52,7 +52,7 @@ def object_spec(obj: dict, old: dict | None, schema: str, found: Verdict) -> tup
 @found_by("WL-2")
 def gate_forbidden(spec: dict, key: str, path: Path, gate: str, cfg: Config) -> list[FieldError]:
     if spec.get(key) not in (None, []) and not cfg.gate(gate):
-        return [forbidden(path.child(key), f"disabled by feature-gate {gate}")]
+        return [gated_off(path.child(key), gate)]
     return []
 
 
@@ -146,7 +146,7 @@ def parent_errors(spec: dict, old_spec: dict | None, cfg: Config, gated: bool) -
     if name is None or not changed(spec, old_spec, "parentCompositePodGroupName"):
         return []
     if gated and not cfg.gate(CPG):
-        return [forbidden(SPEC.child("parentCompositePodGroupName"), f"disabled by feature-gate {CPG}")]
+        return [gated_off(SPEC.child("parentCompositePodGroupName"), CPG)]
     if old_spec is not None:
         return []  # immutable: the update rule reports it
     errors = name_errors(name, SPEC.child("parentCompositePodGroupName"), formats.dns_subdomain)

@@ -23,7 +23,7 @@ from webhook import profiles
 from webhook.blocks import disruption, policy
 from webhook.blocks.common import check_no_set_no_unset, same
 from webhook.config import Config
-from webhook.field import FieldError, Path, forbidden, invalid
+from webhook.field import FieldError, Path, gated_off, invalid
 from webhook.paths import get_or_none
 from webhook.rules import crd
 from webhook.targets import Target, parse_target
@@ -58,7 +58,7 @@ def validate_job_spec(obj: dict, old: dict | None, job_spec: tuple[str, ...], cf
     changed = old is None or not same(sched, old_sched)
     if sched is not None and changed and not cfg.gate(GATE):
         # `+k8s:ifDisabled(WorkloadWithJob)=+k8s:forbidden` short-circuits the blocks' own rules.
-        errors = [forbidden(sched_path, f"disabled by feature-gate {GATE}")]
+        errors = [gated_off(sched_path, GATE)]
         if old is not None:
             errors += check_no_set_no_unset(sched, old_sched, sched_path)
         return Verdict(errors=errors + hand_written(spec, sched_path))

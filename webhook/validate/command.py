@@ -60,7 +60,7 @@ def crd_schemas(paths: list[str]) -> crd_fields.Schemas:
     """The schemas of the CRDs in `paths`; anything else there is a usage error."""
     docs, problems = load(paths)
     schemas = crd_fields.Schemas()
-    why = [f"{p.file}: {p.message}" for p in problems]
+    why = [f"{p.where}: {p.message}" for p in problems]
     for doc in docs:
         reason = schemas.add_crd(doc.obj)
         if reason:
@@ -99,7 +99,7 @@ def judge(docs: list[manifests.Document], args: argparse.Namespace, cfg, schemas
             if schemas is not None:
                 verdict = with_unknown_fields(verdict, obj, schemas)
             if verdict.checked:
-                return judged(doc, verdict, args.fail_on)
+                return judged(doc, verdict, args.fail_on, found.warns)
             return Result(doc, UNRELATED, verdict, f"{obj.get('kind')} is judged on create only")  # a Pod
         if found.state == coverage.SKIPPED:
             return Result(doc, SKIPPED, reason=found.reason, fails=args.fail_on_skipped)

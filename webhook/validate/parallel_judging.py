@@ -27,7 +27,7 @@ def parts_for(count: int) -> int:
 
 
 def _without_documents(results: list[Result]) -> bytes:
-    return pickle.dumps([(r.state, r.verdict, r.reason, r.fails, r.hint) for r in results],
+    return pickle.dumps([(r.state, r.verdict, r.reason, r.fails, r.hint, r.warns) for r in results],
                         protocol=pickle.HIGHEST_PROTOCOL)
 
 

@@ -8,11 +8,19 @@ from typing import TextIO
 
 import orjson
 
-from webhook.validate.output.model import SKIPPED, UNRELATED, Report, Result
+from webhook.validate.output.model import SKIPPED, UNRELATED, Finding, Report, Result
+
+
+def _finding(f: Finding) -> dict:
+    out = {**f.error.as_dict(), "line": f.line, "column": f.column}
+    if f.hint:                        # the detail stays the API server's; what turns the gate on is apart
+        out["hint"] = f.hint
+    return out
 
 
 def _findings(r: Result, level: str) -> list[dict]:
-    return [{**f.error.as_dict(), "line": f.line, "column": f.column} for f in r.findings if f.level == level]
+    """The violations at `level`; the rules' warnings (a foreign PodGroup's BRG-1 too) are `warnings`."""
+    return [_finding(f) for f in r.findings if f.level == level and f.error is not None]
 
 
 def record(r: Result) -> dict:
@@ -20,7 +28,7 @@ def record(r: Result) -> dict:
     v = r.verdict
     return {"file": r.doc.file, "line": r.line, "apiVersion": r.api_version,
             "kind": None if kind == "<no kind>" else kind, "namespace": ns, "name": name,
-            "status": r.state, "fails": r.fails, "allowed": v.allowed, "action": v.action,
+            "status": r.state, "fails": r.fails, "allowed": v.allowed, "action": r.action,
             "skipped": r.reason if r.state == SKIPPED else None,
             "unrelated": r.reason if r.state == UNRELATED else None,
             "errors": _findings(r, "deny"), "warned": _findings(r, "warn"), "audited": _findings(r, "audit"),

@@ -22,15 +22,32 @@ _WARNING_PATH = re.compile(r"^([A-Za-z_][\w.\[\]-]*): ")
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
+def gate_hint(gate: str) -> str:
+    """What turns a feature gate on offline: the config's `featureGates` stands for the cluster's."""
+    return f"featureGates.{gate}: true in --config, for a cluster with the gate on"
+
+
+def shown(error: FieldError) -> str:
+    """A violation as a report line says it: as kubectl prints it, then, for a refusal of
+    a gate that is off, the hint naming the config key (the error itself stays the API server's)."""
+    return f"{error} (hint: {gate_hint(error.gate)})" if error.gate else str(error)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One line of a report: a violation (deny, warn or audit, with its FieldError)
     or a warning of the rules (`note`), where it is in the file."""
     level: str                      # deny | warn | audit | note
-    text: str                       # as kubectl prints it: `field: Invalid value: ...: detail (RULE)`
+    text: str                       # as kubectl prints it: `field: Invalid value: ...: detail (RULE)`, and a hint
     line: int
     column: int
     error: FieldError | None = None
+    warns: str | None = None        # a warning that is a finding of this rule (BRG-1): level warn
+
+    @property
+    def hint(self) -> str | None:
+        """For a gate that is off, the config key that turns it on."""
+        return gate_hint(self.error.gate) if self.error is not None and self.error.gate else None
 
     def fails(self, fail_on: str) -> bool:
         """It fails a run at `--fail-on fail_on` (a warning of the rules never does)."""
@@ -40,7 +57,7 @@ class Finding:
     def rule(self) -> str:
         """The own rule id, else the upstream reason (`FieldValueInvalid`); `warning` for a note."""
         if self.error is None:
-            return "warning"
+            return self.warns or "warning"
         return self.error.rule or self.error.reason
 
 
@@ -51,7 +68,13 @@ class Result:
     verdict: Verdict = field(default_factory=Verdict)
     reason: str | None = None       # why a skipped or unrelated object is not judged
     fails: bool = False             # it makes the run exit 1
-    hint: str | None = None         # the flag that would judge it (`--profile jobset`)
+    hint: str | None = None         # the flag or config key that would judge it (`--profile jobset`)
+    warns: str | None = None        # the rule whose findings its warnings are (a foreign PodGroup: BRG-1)
+
+    @property
+    def action(self) -> str | None:
+        """The strictest action of its violations; a foreign PodGroup's warnings are `warn`."""
+        return self.verdict.action or ("warn" if self.warns and self.verdict.warnings else None)
 
     @property
     def api_version(self) -> str | None:
@@ -85,9 +108,10 @@ class Result:
         v, out = self.verdict, []
         for level, errors in (("deny", v.errors), ("warn", v.warned), ("audit", v.audits)):
             for e in errors:
-                out.append(Finding(level, str(e), *self.position(e.field), error=e))
+                out.append(Finding(level, shown(e), *self.position(e.field), error=e))
         for w in v.warnings:
-            out.append(Finding("note", w, *self.position(_warning_path(w))))
+            out.append(Finding("warn" if self.warns else "note", w, *self.position(_warning_path(w)),
+                               warns=self.warns))
         return out
 
 
@@ -111,7 +135,9 @@ class Summary:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.unread or any(self.failing.values()) else 0
+        """2 when a file could not be read or parsed (an input error, as a path that is not there:
+        the gate did not see all of it), else 1 when something fails the run, else 0."""
+        return 2 if self.unread else 1 if any(self.failing.values()) else 0
 
 
 @dataclass
@@ -151,9 +177,11 @@ class Report:
         return out
 
 
-def judged(doc: Document, verdict: Verdict, fail_on: str) -> Result:
-    state = _STATE[verdict.action]
-    return Result(doc, state, verdict, fails=fails(verdict.action, fail_on))
+def judged(doc: Document, verdict: Verdict, fail_on: str, warns: str | None = None) -> Result:
+    """A judged object's Result; with `warns`, the engine's warnings are findings of that rule (warned)."""
+    result = Result(doc, VALID, verdict, warns=warns)
+    result.state, result.fails = _STATE[result.action], fails(result.action, fail_on)
+    return result
 
 
 def summary_lines(report: Report) -> list[str]:
@@ -167,9 +195,9 @@ def summary_lines(report: Report) -> list[str]:
                              else f" (--fail-on {report.fail_on})")
            for state, n in s.failing.items() if n]
     if s.unread:
-        why.append(f"{s.unread} file(s) not read")
+        why.insert(0, f"{s.unread} file(s) not read")
     if why:
-        verdict = "exit 1 because of " + ", ".join(why)
+        verdict = f"exit {s.exit_code} because of " + ", ".join(why)
     else:
         verdict = f"exit 0: nothing fails at --fail-on {report.fail_on}"
         if s.skipped:

@@ -16,6 +16,8 @@ def _state(r: Result) -> str | None:
     if r.state == VALID:
         return "valid"
     if r.state in (WARNED, AUDITED):
+        if r.warns and not r.verdict.action:
+            return f"admitted with warnings ({r.warns})"
         return f"admitted with {r.verdict.action}-level violations (enforcement)"
     if r.state == SKIPPED:
         return f"skipped ({r.reason})"
@@ -25,7 +27,7 @@ def _state(r: Result) -> str | None:
 
 
 def lines(report: Report) -> list[str]:
-    out = [f"{p.file}: error: {p.message}" for p in report.problems]
+    out = [f"{p.where}: error: {p.message}" for p in report.problems]
     for r in report.results:
         if not report.shown(r):
             continue
