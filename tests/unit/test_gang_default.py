@@ -340,3 +340,18 @@ def test_DEF_2_workload_webhook_mutate_shows_the_stored_job(tmp_path, capsys):
     (tmp_path / "ns.yaml").write_text(yaml.safe_dump(namespace(gang="off")))
     assert main([*args, "--context", str(tmp_path / "ns.yaml"), "-o", "patch"]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+def test_DEF_2_a_targets_gang_its_rules_would_refuse_is_not_added():
+    """A gang the target forbids while a field holds a value (TGT-10): nothing added, a warning says why."""
+    target = {**TRAINJOB_TARGET, "groups": [{**TRAINJOB_TARGET["groups"][0], "gangIncompatible": [
+        {"path": "spec.startupPolicy", "equals": "LeaderReady"}]}]}
+    c = from_dict({"gangByDefault": {"enabled": True, "targets": [TRAIN]}, "targets": [target]})
+    obj = trainjob(4)
+    obj["spec"]["startupPolicy"] = "LeaderReady"
+    out = mutate(obj, c)
+    assert out.patch is None and len(out.warnings) == 1
+    assert out.warnings[0].startswith("no gang added: the target's rules would refuse it: spec.scheduling."
+                                      "schedulingPolicy") and out.warnings[0].endswith("(DEF-2)")
+    obj["spec"]["startupPolicy"] = "LeaderCreated"
+    assert defaulted(obj, c)["spec"]["scheduling"]["schedulingPolicy"] == {"gang": {"minCount": 4}}
