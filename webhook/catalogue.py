@@ -40,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     *_ids("TGT", 4, 11, TARGET, own=True),
     *_ids("JS", 1, 6, "JobSet"), *_ids("LWS", 1, 6, "LeaderWorkerSet"),
     Rule("DEF-1", TARGET, violates=False),
+    Rule("DEF-2", "Job", violates=False),   # gang by default: Jobs and the named targets (a mutation, warnings only)
     Rule("POD-1", POD, own=True), Rule("POD-2", POD, violates=False), Rule("POD-3", POD, own=True),
     Rule("POD-4", POD, own=True), Rule("POD-5", POD, own=True),
     *_ids("POD", 6, 8, POD, violates=False),

@@ -88,6 +88,51 @@ class EventSettings:
 
 
 @dataclass(frozen=True)
+class NamespaceSelector:
+    """A label selector over a namespace's labels (a webhook's namespaceSelector); empty: every namespace."""
+    matchLabels: tuple[tuple[str, str], ...] = ()
+    matchExpressions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+    def matches(self, labels: dict) -> bool:
+        if any(labels.get(k) != v for k, v in self.matchLabels):
+            return False
+        for key, op, values in self.matchExpressions:
+            have = key in labels
+            if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and have and labels[key] in values) \
+                    or (op == "Exists" and not have) or (op == "DoesNotExist" and have):
+                return False
+        return True
+
+    def as_label_selector(self) -> dict:
+        """The Kubernetes LabelSelector of the webhook configuration."""
+        out: dict = {}
+        if self.matchLabels:
+            out["matchLabels"] = dict(self.matchLabels)
+        if self.matchExpressions:
+            out["matchExpressions"] = [{"key": k, "operator": op, **({"values": list(v)} if op in ("In", "NotIn") else {})}
+                                       for k, op, v in self.matchExpressions]
+        return out
+
+
+@dataclass(frozen=True)
+class GangByDefault:
+    """DEF-2 (webhook.mutation.gang_default): at CREATE, multi-Pod Jobs and the named targets'
+    groups without a scheduling policy get a gang of their size. Opt-in."""
+    enabled: bool = False
+    namespaceSelector: NamespaceSelector = field(default_factory=NamespaceSelector)
+    disruptionMode: str = "single"
+    jobs: bool = True
+    targets: tuple[str, ...] = ()          # Kind.group of configured targets
+
+    @property
+    def for_jobs(self) -> bool:
+        return self.enabled and self.jobs
+
+    def for_target(self, key: str) -> bool:
+        return self.enabled and key in self.targets
+
+
+@dataclass(frozen=True)
 class Config:
     featureGates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES))
     forbidAllWithBasic: bool = True
@@ -107,6 +152,7 @@ class Config:
     vap: "VapSettings" = field(default_factory=lambda: VapSettings())
     bridge: BridgeSettings = field(default_factory=BridgeSettings)
     events: EventSettings = field(default_factory=EventSettings)
+    gangByDefault: GangByDefault = field(default_factory=GangByDefault)
 
     def gate(self, name: str) -> bool:
         return self.featureGates.get(name, False)
@@ -182,6 +228,7 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
                               f"must be at least 3 x checkIntervalSeconds ({3 * interval}): every replica must "
                               "see a new CA before certificates move to it"))
     enforcement = parse_enforcement(data.get("enforcement"), errors)
+    gang = _gang_by_default(data.get("gangByDefault") or {}, {t.key for t in targets}, errors)
     server = ServerSettings(**(data.get("server") or {}))
     if (budget := _budget_error(server)) is not None:
         errors.append(budget)
@@ -210,7 +257,31 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
         vap=VapSettings(**(data.get("vap") or {})),
         bridge=_bridge(data.get("bridge") or {}),
         events=EventSettings(**(data.get("events") or {})),
+        gangByDefault=gang,
     )
+
+
+def _gang_by_default(raw: dict, target_keys: set[str], errors: list[FieldError]) -> GangByDefault:
+    where = Path("gangByDefault")
+    for i, key in enumerate(raw.get("targets") or []):
+        if key not in target_keys:
+            errors.append(invalid(where.child("targets").index(i), key, "names no configured target (Kind.group of "
+                                  "targets[] or a profile)" + (f"; configured: {', '.join(sorted(target_keys))}"
+                                                               if target_keys else "")))
+    sel = raw.get("namespaceSelector") or {}
+    for key in [*(sel.get("matchLabels") or {}), *(e["key"] for e in sel.get("matchExpressions") or [])]:
+        if problem := formats.qualified_name(key):
+            errors.append(invalid(where.child("namespaceSelector"), key, f"label key: {problem}"))
+    for i, e in enumerate(sel.get("matchExpressions") or []):
+        if (e["operator"] in ("In", "NotIn")) != bool(e.get("values")):
+            errors.append(invalid(where.child("namespaceSelector", "matchExpressions").index(i), e["operator"],
+                                  "In and NotIn need values; Exists and DoesNotExist take none"))
+    selector = NamespaceSelector(
+        tuple(sorted((sel.get("matchLabels") or {}).items())),
+        tuple((e["key"], e["operator"], tuple(e.get("values") or ())) for e in sel.get("matchExpressions") or []))
+    return GangByDefault(enabled=raw.get("enabled", False), namespaceSelector=selector,
+                         disruptionMode=raw.get("disruptionMode", "single"), jobs=raw.get("jobs", True),
+                         targets=tuple(raw.get("targets") or ()))
 
 
 def _bridge(raw: dict) -> BridgeSettings:

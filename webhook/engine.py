@@ -11,7 +11,7 @@ from webhook.cluster.view import ClusterUnavailable, ClusterView, DisabledView
 from webhook.config import Config
 from webhook.field import FieldError, Path, invalid
 from webhook.verdict import Verdict
-from webhook.mutation import patch, pods
+from webhook.mutation import gang_default, patch, pods
 from webhook.mutation.defaults import default_target
 from webhook.rules import composite_podgroup, crd, job, pod_templates, podgroup, pods as pod_rules, workload
 from webhook.schemas import strict
@@ -164,8 +164,11 @@ def _mutate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
         out = pods.mutate_pod(obj, req.namespace, cfg, view)
         # With errors the patch is only sent if enforcement admits the Pod (respond() drops it otherwise).
         return replace(out, errors=_dedupe(out.errors))
+    if cfg.gangByDefault.for_jobs and kinds.workload_kind(req.group, req.version, req.kind) == kinds.JOB:
+        return gang_default.mutate_job(obj, req.namespace, cfg, view)                           # DEF-2
     target = cfg.target_for(req.group, req.version, req.kind)
     if target is None or not isinstance(obj, dict):
         return Verdict(checked=False)
-    ops = patch.diff(obj, default_target(obj, target, cfg.maxMinCount))
-    return Verdict(patch=ops or None)
+    ganged, warnings = gang_default.target_gang(obj, target, req.namespace, cfg, view)           # DEF-2
+    ops = patch.diff(obj, default_target(ganged, target, cfg.maxMinCount))
+    return Verdict(patch=ops or None, warnings=warnings)

@@ -1,7 +1,8 @@
 """The ValidatingWebhookConfiguration and MutatingWebhookConfiguration that
 route exactly this service's objects to it: scheduling.k8s.io objects, every
 configured target CRD, and only the Pods that name a pod group (matchConditions),
-never in kube-system or the webhook's own namespace; plus, with
+never in kube-system or the webhook's own namespace; with `gangByDefault` on, the Job
+creates (and named targets) of the selected namespaces that DEF-2 can change; plus, with
 `pods.validation: policy` (the default), the in-process policy that checks the
 final Pod (webhook.vap.pod_membership) instead of a validating webhook call.
 
@@ -81,6 +82,46 @@ def target_rules(cfg: Config, operations: list[str], skip: frozenset[str] = froz
              "operations": operations, "scope": "*"} for t in cfg.targets if t.key not in skip]
 
 
+#: The Jobs DEF-2 can change (webhook.mutation.gang_default.job_gang_size), so no other Job is sent.
+JOB_GANG_CONDITIONS = (
+    ("no-scheduling", "!has(object.spec.scheduling)"),
+    ("several-pods", "has(object.spec.parallelism) && object.spec.parallelism > 1 && "
+                     "(!has(object.spec.completions) || object.spec.completions > 1)"),
+    ("no-controller-owner", "!has(object.metadata.ownerReferences) || "
+                            "!object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller)"),
+    ("no-pod-group", "!has(object.spec.template.spec.schedulingGroup)"),
+)
+
+
+def gang_webhooks(cfg: Config, endpoint: Endpoint, exclude: list[str], timeout: int, failure: str,
+                  resources: Mapping[str, str]) -> list[dict]:
+    """DEF-2 (gangByDefault on): Job creates, and the named targets' creates not already sent to
+    targets.mutate, of the selected namespaces only."""
+    gang = cfg.gangByDefault
+    if not gang.enabled:
+        return []
+    selector = gang.namespaceSelector.as_label_selector()
+
+    def scoped(hook: dict) -> dict:
+        ns = hook["namespaceSelector"]
+        ns["matchExpressions"] += selector.get("matchExpressions", [])
+        if "matchLabels" in selector:
+            ns["matchLabels"] = selector["matchLabels"]
+        return {**hook, "reinvocationPolicy": "IfNeeded"}
+    out = []
+    if gang.jobs:
+        rules = [{"apiGroups": [kinds.JOB.group], "apiVersions": list(kinds.JOB.versions), "resources": [kinds.JOB.plural],
+                  "operations": ["CREATE"], "scope": "Namespaced"}]
+        out.append({**scoped(_common(f"jobs.gang.mutate.{SUFFIX}", endpoint, "/mutate", rules, failure, exclude,
+                                     timeout)),
+                    "matchConditions": [{"name": n, "expression": e} for n, e in JOB_GANG_CONDITIONS]})
+    skip = frozenset(t.key for t in cfg.targets if t.mutates or not gang.for_target(t.key))
+    if rules := target_rules(cfg, ["CREATE"], skip, resources):
+        out.append(scoped(_common(f"targets.gang.mutate.{SUFFIX}", endpoint, "/mutate", rules, failure, exclude,
+                                  timeout)))
+    return out
+
+
 def configurations(cfg: Config, endpoint: Endpoint, name: str = "workload-webhook", namespace: str = "workload-webhook",
                    pod_failure_policy: str = "Fail", timeout: int = 5, failure_policy: str = "Fail",
                    resources: Mapping[str, str] | None = None) -> list[dict]:
@@ -109,6 +150,7 @@ def configurations(cfg: Config, endpoint: Endpoint, name: str = "workload-webhoo
     if mutated:
         mutating.append({**_common(f"targets.mutate.{SUFFIX}", endpoint, "/mutate", mutated, "Fail", exclude, timeout),
                          "reinvocationPolicy": "IfNeeded"})
+    mutating += gang_webhooks(cfg, endpoint, exclude, timeout, failure_policy, resources)
     pod_hook = {"matchConditions": [pod_match_condition(cfg)]}
     if cfg.podValidation == "webhook":
         validating.append({**_common(f"pods.validate.{SUFFIX}", endpoint, "/validate", pods, pod_failure_policy,

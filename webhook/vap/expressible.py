@@ -42,9 +42,9 @@ CONFIG_SETTINGS: dict[str, str] = {
     "enforcement.targets": STATED,
     "enforcement.namespaces": "enforcement.namespaces: one binding cannot carry per-namespace actions",
 }
-#: Config sections no target rule reads (the targets themselves are classified above).
+#: Config sections no target rule reads (the targets themselves are classified above; gangByDefault only mutates).
 UNREAD_SECTIONS = frozenset({"featureGates", "pods", "server", "certificates", "profiles", "vap", "targets", "bridge",
-                             "events"})
+                             "events", "gangByDefault"})
 #: When a config setting that stays the webhook's is in effect for a target.
 _IN_EFFECT = {
     "limits.allowedTopologyKeys": lambda cfg, t: bool(cfg.allowedTopologyKeys)

@@ -77,6 +77,38 @@ webhooks:
     reinvocationPolicy: IfNeeded
     {{- include "ww.common" . | nindent 4 }}
   {{- end }}
+  {{- /* gang by default (DEF-2, webhook/registration.py gang_webhooks): the selected namespaces only */ -}}
+  {{- $gang := .Values.config.gangByDefault | default dict }}
+  {{- if $gang.enabled }}
+  {{- if ne (toString $gang.jobs) "false" }}
+  - name: jobs.gang.mutate.workload-webhook.k8s.io
+    clientConfig: {{- include "ww.clientConfig" (dict "root" . "path" "/mutate") | nindent 6 }}
+    rules:
+      - apiGroups: ["batch"]
+        apiVersions: ["v1"]
+        resources: ["jobs"]
+        operations: ["CREATE"]
+        scope: Namespaced
+    failurePolicy: {{ .Values.webhook.failurePolicy }}
+    reinvocationPolicy: IfNeeded
+    {{- include "ww.gangCommon" . | nindent 4 }}
+    matchConditions:
+      - {name: no-scheduling, expression: "!has(object.spec.scheduling)"}
+      - {name: several-pods, expression: "has(object.spec.parallelism) && object.spec.parallelism > 1 && (!has(object.spec.completions) || object.spec.completions > 1)"}
+      - {name: no-controller-owner, expression: "!has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller)"}
+      - {name: no-pod-group, expression: "!has(object.spec.template.spec.schedulingGroup)"}
+  {{- end }}
+  {{- $ganged := list -}}
+  {{- range $targets }}{{ if and (not .mutates) (has (printf "%s.%s" .kind .group) ($gang.targets | default list)) }}{{ $ganged = append $ganged . }}{{ end }}{{ end -}}
+  {{- if $ganged }}
+  - name: targets.gang.mutate.workload-webhook.k8s.io
+    clientConfig: {{- include "ww.clientConfig" (dict "root" . "path" "/mutate") | nindent 6 }}
+    rules: {{- include "ww.targetRules" (dict "targets" $ganged "operations" (list "CREATE")) | nindent 6 }}
+    failurePolicy: {{ .Values.webhook.failurePolicy }}
+    reinvocationPolicy: IfNeeded
+    {{- include "ww.gangCommon" . | nindent 4 }}
+  {{- end }}
+  {{- end }}
   - name: pods.mutate.workload-webhook.k8s.io
     clientConfig: {{- include "ww.clientConfig" (dict "root" . "path" "/mutate") | nindent 6 }}
     rules:
@@ -89,4 +121,30 @@ webhooks:
     reinvocationPolicy: IfNeeded
     {{- include "ww.common" . | nindent 4 }}
     {{- include "ww.podMatch" . | nindent 4 }}
+{{- end -}}
+
+
+{{/* ww.common with config.gangByDefault.namespaceSelector ANDed to the chart's selectors (DEF-2). */}}
+{{- define "ww.gangCommon" -}}
+{{- $ns := .Values.webhook.namespaceSelector | default dict -}}
+{{- $gang := (.Values.config.gangByDefault | default dict).namespaceSelector | default dict -}}
+{{- $labels := merge (deepCopy ($gang.matchLabels | default dict)) ($ns.matchLabels | default dict) -}}
+sideEffects: None
+admissionReviewVersions: ["v1"]
+timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+matchPolicy: Equivalent
+namespaceSelector:
+  {{- with $labels }}
+  matchLabels: {{- toYaml . | nindent 4 }}
+  {{- end }}
+  matchExpressions:
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values: {{ concat (list "kube-system" .Release.Namespace) .Values.webhook.extraExcludedNamespaces | uniq | sortAlpha | toJson }}
+    {{- with concat ($ns.matchExpressions | default list) ($gang.matchExpressions | default list) }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- with .Values.webhook.objectSelector }}
+objectSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
