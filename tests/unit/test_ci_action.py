@@ -199,7 +199,7 @@ def test_the_install_guard_refuses_a_missing_python(workspace):
 
 def test_every_action_is_pinned_by_commit_as_the_release_workflow_pins_it():
     with open(ACTION, encoding="utf-8") as f:
-        lines = [line.strip() for line in f if re.match(r"\s*(- )?uses:", line)]
+        lines = [line.strip().removeprefix("- ") for line in f if re.match(r"\s*(- )?uses:", line)]
     assert lines and all(re.fullmatch(r"uses: [\w.-]+/[\w.-]+(/[\w.-]+)*@[0-9a-f]{40} # v\d+(\.\d+)*", x)
                          for x in lines), lines
     with open(os.path.join(REPO, ".github", "workflows", "release.yaml"), encoding="utf-8") as f:
