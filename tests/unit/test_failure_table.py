@@ -8,6 +8,7 @@ import os
 import re
 
 from tests.unit.helpers import TRAINJOB_TARGET
+from tests.unit.markdown import table_after
 from webhook import config as config_mod
 from webhook.bridge.dialects import COSCHEDULING, VOLCANO
 from webhook.registration import SUFFIX, Endpoint, configurations
@@ -26,18 +27,7 @@ def _read(name: str) -> str:
 
 def table_rows(text: str) -> dict[str, dict[str, str]]:
     """The rows of the table after MARK, by webhook name, each cell by its heading."""
-    lines = text[text.index(MARK):].splitlines()[1:]
-    table = []
-    for line in lines:
-        if not line.startswith("|"):
-            break
-        table.append([c.strip() for c in line.strip().strip("|").split("|")])
-    head, rows = table[0], table[2:]
-    out = {}
-    for row in rows:
-        cells = dict(zip(head, row))
-        out[cells["webhook"].strip("`")] = cells
-    return out
+    return {row["webhook"].strip("`"): row for row in table_after(text, MARK)}
 
 
 def hooks(cfg, **kw) -> dict[str, tuple[str, dict]]:
