@@ -268,7 +268,8 @@ def test_no_ready_replicas_reads_readiness_not_scrapes_and_kube_state_metrics_on
          "alert_rule_test": [
              {"eval_time": "4m", "alertname": "WorkloadWebhookNoReadyReplicas", "exp_alerts": []},
              {"eval_time": "15m", "alertname": "WorkloadWebhookNoReadyReplicas",
-              "exp_alerts": [{"exp_labels": {"severity": "critical", "namespace": NS}}]},
+              "exp_alerts": [{"exp_labels": {"severity": "critical", "namespace": NS},
+                              "exp_annotations": ksm["annotations"]}]},
              {"eval_time": "25m", "alertname": "WorkloadWebhookNoReadyReplicas", "exp_alerts": []}]}]}))
     proc = subprocess.run([promtool, "test", "rules", "test.yaml"], cwd=work, capture_output=True, text=True,
                           timeout=120)
