@@ -58,6 +58,10 @@ CACHE_LAST_EVENT = Gauge("workload_webhook_cluster_cache_last_event_timestamp_se
                          ["resource"], multiprocess_mode="livemin")
 CACHE_RELISTS = Counter("workload_webhook_cluster_cache_relists_total",
                         "LISTs of the resource after a worker's first sync (410 Gone, a failed watch)", ["resource"])
+# What the kubelet's readiness probe last saw: each worker sets it as it answers /readyz, and the
+# latest answer of a live process is the replica's (the master's 0 from start-up until a worker answers).
+READY = Gauge("workload_webhook_ready", "1 when the replica's latest /readyz answer was ready (200), 0 when it "
+              "was not (503)", multiprocess_mode="livemostrecent")
 EVENTS_WRITTEN = Counter("workload_webhook_events_written_total", "Kubernetes Events written for denials (events.enabled)")
 EVENTS_DROPPED = Counter("workload_webhook_events_dropped_total",
                          "Events for denials not written: rate_limited (events.perMinute, events.burst), "

@@ -19,6 +19,7 @@ import yaml
 from tests.e2e.test_chart_templates import CHART, EVERYTHING, NS, one, render
 from tests.e2e.tools import built_tool
 from tests.server.harness import REPO
+from tests.unit.markdown import anchors, table_after
 
 ALERTS_TEST = os.path.join(REPO, "tests", "e2e", "alerts", "alerts_test.yaml")
 DASHBOARD = os.path.join(CHART, "dashboards", "workload-webhook.json")
@@ -122,7 +123,8 @@ def test_every_alert_has_a_runbook_section_and_names_exported_metrics(bin_dir, t
     for rule in (r for g in rendered_rules(bin_dir, tmp_path)["groups"] for r in g["rules"]):
         alert = rule["alert"]
         assert alert in headings, f"docs/operations.md has no section ### {alert}"
-        assert rule["annotations"]["runbook_url"].endswith(f"/docs/operations.md#{alert.lower()}"), alert
+        assert rule["annotations"]["runbook"] == f"docs/operations.md#{alert.lower()}", alert
+        assert "runbook_url" not in rule["annotations"], alert
         assert rule["labels"]["severity"] in ("critical", "warning"), alert
         names = metric_names(rule["expr"])
         assert names, alert
@@ -185,3 +187,92 @@ def test_the_metric_reader_follows_the_code():
         <= set(series)
     assert metric_names('sum(rate(workload_webhook_requests_total{verdict="error"}[5m])) / sum(up{job="x"})') == \
         {"workload_webhook_requests_total", "up"}
+
+
+def test_every_runbook_link_names_an_anchor_of_operations_md_and_a_set_base_makes_it_a_url(bin_dir, tmp_path):
+    with open(OPERATIONS, encoding="utf-8") as f:
+        page = anchors(f.read())
+    base = "https://example.com/ww/docs/operations.md"
+    published = {r["alert"]: r for g in rendered_rules(bin_dir, tmp_path, {"prometheusRule": {
+        "enabled": True, "runbookBaseURL": base}})["groups"] for r in g["rules"]}
+    for rule in (r for g in rendered_rules(bin_dir, tmp_path)["groups"] for r in g["rules"]):
+        path, _, anchor = rule["annotations"]["runbook"].partition("#")
+        assert path == "docs/operations.md" and os.path.exists(os.path.join(REPO, path)), rule["alert"]
+        assert anchor in page, (rule["alert"], anchor)
+        annotations = published[rule["alert"]]["annotations"]
+        assert annotations["runbook_url"] == f"{base}#{anchor}" and "runbook" not in annotations, annotations
+    # A base that is not a URL is refused by values.schema.json.
+    proc = render(bin_dir, tmp_path, {"prometheusRule": {"enabled": True, "runbookBaseURL": "docs/"}}, check=False)
+    assert proc.returncode != 0 and "runbookBaseURL" in proc.stderr, proc.stderr
+
+
+ALERTS_MARK = "<!-- alerts table:"
+COMPARISON = re.compile(r"(==|!=|>=|<=|>|<)\s*([0-9.]+)")
+
+
+def alerts_table() -> dict[str, dict[str, str]]:
+    with open(OPERATIONS, encoding="utf-8") as f:
+        rows = table_after(f.read(), ALERTS_MARK)
+    return {re.match(r"\[(\w+)\]", r["alert"]).group(1): r for r in rows}
+
+
+def runbook_sections() -> dict[str, str]:
+    with open(OPERATIONS, encoding="utf-8") as f:
+        text = f.read()
+    out = {}
+    for part in text.split("\n### ")[1:]:
+        name, _, body = part.partition("\n")
+        out[name.strip()] = body.split("\n## ")[0]
+    return out
+
+
+def test_the_docs_give_each_alert_its_for_and_threshold_as_the_rule_has_them(bin_dir, tmp_path):
+    """docs/operations.md's alert table and each runbook section state the rule's `for:`; the
+    table's threshold cell holds the rule's last comparison, and every comparison it names is in
+    the rule (with the default values)."""
+    table, sections = alerts_table(), runbook_sections()
+    rules = [r for g in rendered_rules(bin_dir, tmp_path)["groups"] for r in g["rules"]]
+    assert set(table) == {r["alert"] for r in rules}
+    for rule in rules:
+        alert, expr = rule["alert"], " ".join(rule["expr"].split())
+        row = table[alert]
+        assert row["for"] == f"`{rule['for']}`", (alert, row["for"], rule["for"])
+        assert f"`for: {rule['for']}`" in sections[alert], f"### {alert} does not say `for: {rule['for']}`"
+        assert row["severity"] == rule["labels"]["severity"], alert
+        stated = re.findall(r"`([^`]+)`", row["threshold"])
+        assert stated, alert
+        last = COMPARISON.findall(expr)[-1]
+        assert f"{last[0]} {last[1]}" in stated and expr.endswith(f"{last[0]} {last[1]}"), (alert, stated, expr)
+        for comparison in stated:
+            assert comparison in expr, (alert, comparison, expr)
+
+
+def test_no_ready_replicas_reads_readiness_not_scrapes_and_kube_state_metrics_on_request(bin_dir, tmp_path, promtool):
+    """A Running but unready replica answers scrapes: the alert reads workload_webhook_ready (or,
+    with readinessFrom kubeStateMetrics, the Deployment's available replicas), never `up`."""
+    def alert(values):
+        return next(r for g in rendered_rules(bin_dir, tmp_path, values)["groups"] for r in g["rules"]
+                    if r["alert"] == "WorkloadWebhookNoReadyReplicas")
+    default = alert(None)
+    assert metric_names(default["expr"]) == {"workload_webhook_ready"}, default["expr"]
+    ksm = alert({"prometheusRule": {"enabled": True, "readinessFrom": "kubeStateMetrics"}})
+    assert "kube_deployment_status_replicas_available" in ksm["expr"] and "up{" not in ksm["expr"], ksm["expr"]
+    work = tmp_path / "ksm"
+    work.mkdir()
+    (work / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "ksm", "rules": [ksm]}]}))
+    deployment = f'kube_deployment_status_replicas_available{{namespace="{NS}",deployment="wwt-workload-webhook"}}'
+    other = f'kube_deployment_status_replicas_available{{namespace="{NS}",deployment="other"}}'
+    (work / "test.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": [
+        {"interval": "1m", "input_series": [{"series": deployment, "values": "2x5 0x15 1x10"},
+                                            {"series": other, "values": "3x30"}],
+         "alert_rule_test": [
+             {"eval_time": "4m", "alertname": "WorkloadWebhookNoReadyReplicas", "exp_alerts": []},
+             {"eval_time": "15m", "alertname": "WorkloadWebhookNoReadyReplicas",
+              "exp_alerts": [{"exp_labels": {"severity": "critical", "namespace": NS},
+                              "exp_annotations": ksm["annotations"]}]},
+             {"eval_time": "25m", "alertname": "WorkloadWebhookNoReadyReplicas", "exp_alerts": []}]}]}))
+    proc = subprocess.run([promtool, "test", "rules", "test.yaml"], cwd=work, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and "SUCCESS" in proc.stdout, proc.stdout + proc.stderr
+    proc = render(bin_dir, tmp_path, {"prometheusRule": {"enabled": True, "readinessFrom": "up"}}, check=False)
+    assert proc.returncode != 0 and "readinessFrom" in proc.stderr, proc.stderr

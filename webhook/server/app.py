@@ -67,6 +67,7 @@ def build_admission(state: State) -> Admission:
         if unregistrable:
             body["targets"] = unregistrable
         ready = body["certificates"] == "loaded" and cluster != "syncing" and not unregistrable
+        metrics.READY.set(1 if ready else 0)      # what the probe saw (the NoReadyReplicas alert)
         resp = jsonify({"ready": ready, **body})
         resp.status_code = 200 if ready else 503
         return resp

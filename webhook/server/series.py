@@ -10,7 +10,8 @@ first increment:
 - violations by rule, for the kinds the config judges, CREATE and UPDATE
   (Pods: CREATE), every rule that can break there (webhook/catalogue.py),
   each action it can have, and `none`;
-- every refusal reason, lookup source, Event drop reason.
+- every refusal reason, lookup source, Event drop reason;
+- readiness (`workload_webhook_ready`) at 0 until a worker answers /readyz.
 
 The watch caches create theirs in the workers (webhook/cluster/cache.py): a
 master's zero would hold their livemin gauges at zero."""
@@ -72,6 +73,7 @@ def before_fork(cfg: Config, certificates: Paths) -> None:
     """In the master: every series at zero, and the served certificates' expiry gauges
     (read at each scrape by whichever process renders /metrics)."""
     create(cfg)
+    metrics.READY.set(0)                     # not ready until a worker answers /readyz
     if certificates not in _published:       # gunicorn may load its config again
         _published.add(certificates)
         expiry.publish(certificates)
