@@ -77,14 +77,14 @@ def await_mirror(view, namespace: str, name: str, timeout: float,
     deadline = clock() + timeout
     while True:
         found = lookup.find(view, namespace, name)
-        if found.outcome is not lookup.Outcome.MISSING or clock() + POLL_SECONDS > deadline:
+        if found.outcome is not lookup.MISSING or clock() + POLL_SECONDS > deadline:
             return found
         sleep(POLL_SECONDS)
 
 
 def _said(d: Dialect, found: lookup.Found, name: str, namespace: str, deny: bool) -> lookup.Said:
     """The lookup's words, with a missing mirror said as such (BRG-2) instead of POD-5."""
-    if not found.outcome.missing or (found.outcome is lookup.Outcome.NO_VIEW and not deny):
+    if not found.outcome.missing or (found.outcome is lookup.NO_VIEW and not deny):
         return lookup.said(found, name, namespace, deny)
     if deny:
         why = (f"the bridge has not mirrored {d.title} PodGroup {name!r} in namespace {namespace!r} "

@@ -29,7 +29,7 @@ class Join(NamedTuple):
     container_claims: tuple[tuple[int, tuple[str, ...]], ...] = ()   # container index -> claim names to add
     warnings: tuple[FieldWarning, ...] = ()
     errors: tuple[FieldError, ...] = ()
-    outcome: lookup.Outcome = lookup.Outcome.FOUND        # what the lookup of the group found (POD-5)
+    outcome: lookup.Outcome = lookup.FOUND                # what the lookup of the group found (POD-5)
 
 
 def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) -> Verdict:
@@ -59,7 +59,8 @@ def plan_join(pod: dict, name: str, namespace: str, cfg: Config, view: ClusterVi
     wanted = [(cfg.groupLabel, name, "the PodGroup name")]                                    # POD-2
     if found is None:
         found = lookup.find(view, namespace, name)                                              # POD-5
-    found_errors, found_warnings = said(found, name, namespace, cfg.onMissingPodGroup == "deny")
+    found_errors, found_warnings = ((), ()) if found.outcome is lookup.FOUND else \
+        said(found, name, namespace, cfg.onMissingPodGroup == "deny")
     warnings = list(found_warnings)
     errors, claims_added, containers = list(found_errors), (), ()
     if found.podgroup is not None and not errors:
