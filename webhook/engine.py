@@ -46,9 +46,12 @@ class Request:
 
 
 def _dedupe(errors: list[FieldError]) -> list[FieldError]:
+    """Each error once (FieldError.identity: the one notion of "the same error")."""
+    if len(errors) < 2:
+        return errors
     seen, out = set(), []
     for e in errors:
-        key = (e.type, str(e.field), e.detail)
+        key = e.identity
         if key not in seen:
             seen.add(key)
             out.append(e)

@@ -161,6 +161,9 @@ class FieldError:
     # The feature gate that, off, makes this error (`Forbidden: disabled by feature-gate G`): data for
     # `validate`'s hint naming the config key that turns it on; never printed here (the text is the API server's).
     gate: str | None = dataclasses.field(default=None, compare=False)
+    # Which of its rule's errors it is, for code that treats one of them apart (a block's error
+    # that one embedding does not report, say): an id, never printed, never compared.
+    code: str | None = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.type not in TYPES:
@@ -194,6 +197,60 @@ class FieldError:
         if self.rule:
             out["rule"] = self.rule
         return out
+
+    @property
+    def identity(self) -> tuple:
+        """What makes two errors "the same error", for every ratchet and every de-duplication:
+        the parts the dataclass compares (type, field, value, detail, rule; not the mirror id,
+        which is never printed), hashable whatever the value holds."""
+        return self.type, self.field, self.detail, self.rule, _frozen(self.value)
+
+
+def _frozen(v: Any) -> Any:
+    """A hashable stand-in of a field error's value: equal values, equal stand-ins."""
+    if isinstance(v, dict):
+        return ("{", tuple(sorted((str(k), _frozen(x)) for k, x in v.items())))
+    if isinstance(v, (list, tuple)):
+        return ("[" if isinstance(v, list) else "(", tuple(_frozen(x) for x in v))
+    if v is OMIT:
+        return "omit", None
+    try:
+        hash(v)
+    except TypeError:           # a set, say: no rule reports one, but an identity must never raise
+        return type(v).__name__, repr(v)
+    return type(v).__name__, v
+
+
+class FieldWarning(str):
+    """A warning of the rules, as a value: where (`path`), what (`message`) and which rule
+    says it (`rule`, or None). It is the text answered too (a `str`: `path: message (RULE)`),
+    so the admission answer's warnings, the CLI's lines and every `==` on text stay as they
+    were, while a reader that places or groups warnings reads the parts, never the text."""
+
+    path: Path
+    message: str
+    rule: str | None
+
+    def __new__(cls, path: Path, message: str, rule: str | None = None, text: str | None = None) -> "FieldWarning":
+        if text is None:
+            text = f"{path}: {message}" + (f" ({rule})" if rule else "") if len(path) else message
+        self = super().__new__(cls, text)
+        self.path, self.message, self.rule = path, message, rule
+        return self
+
+    def shortened(self, limit: int, mark: str = "...") -> "FieldWarning":
+        """The same warning, its text cut to at most `limit` characters (`mark` shows the cut)."""
+        if len(self) <= limit:
+            return self
+        return FieldWarning(self.path, self.message, self.rule, str.__str__(self)[:limit - len(mark)] + mark)
+
+    def __reduce__(self):       # pickled with its parts (the forked `validate` sends Results back)
+        return FieldWarning, (self.path, self.message, self.rule, str.__str__(self))
+
+
+def warning(path: Path, message: str, rule: str | None = None) -> FieldWarning:
+    """A warning at `path` (as upstream prints a field: `spec.x[0]`), found by `rule` if it is one of ours."""
+    return FieldWarning(path, message, rule)
 
 
 def by_rule(errors: Iterable[FieldError], rule: str) -> list[FieldError]:

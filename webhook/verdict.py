@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field as dc_field
 
-from webhook.field import FieldError
+from webhook.field import FieldError, FieldWarning
 
 
 @dataclass
@@ -14,7 +14,8 @@ class Verdict:
     `patch` (RFC 6902 ops) mutates. The server and the CLI only render it."""
 
     errors: list[FieldError] = dc_field(default_factory=list)
-    warnings: list[str] = dc_field(default_factory=list)
+    # Each a FieldWarning (path, message, rule as values; its str() the text answered).
+    warnings: list[FieldWarning] = dc_field(default_factory=list)
     patch: list[dict] | None = None
     checked: bool = True  # False when no rule applies to this kind
     warned: list[FieldError] = dc_field(default_factory=list)   # violations enforced as `warn` (also in warnings)

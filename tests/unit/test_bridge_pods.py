@@ -7,6 +7,7 @@ from webhook import engine, registration
 from webhook.bridge import pods as bridge_pods
 from webhook.bridge.dialects import BRIDGE_LABEL
 from webhook.cluster.view import StaticView
+from webhook.mutation import lookup
 from webhook.mutation.patch import apply
 from tests.unit.helpers import config, pod, podgroup
 
@@ -170,11 +171,11 @@ def test_BRG_2_the_wait_is_bounded_by_the_lookup_timeout():
             return None
     found = bridge_pods.await_mirror(Never(), "ml", "train", 2.0, sleep=lambda s: (slept.append(s), now.__setitem__(
         0, now[0] + s)), clock=lambda: now[0])
-    assert found is False and 0 < sum(slept) <= 2.0
+    assert found.outcome is lookup.Outcome.MISSING and 0 < sum(slept) <= 2.0
 
 
 def test_BRG_2_the_wait_never_asks_an_offline_view():
-    assert bridge_pods.await_mirror(StaticView([]), "ml", "train", 2.0, sleep=pytest.fail) is False
+    assert bridge_pods.await_mirror(StaticView([]), "ml", "train", 2.0, sleep=pytest.fail) is None
 
 
 def test_BRG_4_a_pod_naming_an_old_scheduler_is_handed_to_the_default_one():

@@ -5,6 +5,7 @@ WorkloadPodGroupSchedulingPolicy (embedded in CRDs), scheduling/v1alpha3/types.g
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from webhook.blocks.common import Mode, check_immutable, check_no_set_no_unset, min_count, union, variant
@@ -14,6 +15,9 @@ from webhook.schemas import structural_errors
 SCHEMA = "blocks/scheduling-policy"
 MEMBERS = ("basic", "gang")
 BASIC, GANG = MEMBERS
+#: The code of the error "the basic/gang policy variant is immutable" (FieldError.code): an
+#: embedding that does not freeze the variant (a CronJob's Job template) leaves it out by it.
+VARIANT_FROZEN = "policy-variant-frozen"
 
 
 def shape(value: Any, path: Path) -> list[FieldError]:
@@ -76,8 +80,9 @@ def validate_update(new: dict | None, old: dict | None, path: Path, mode: Mode) 
     was, now = _variant_name(old), _variant_name(new)
     if (old.get(BASIC) is not None) != (new.get(BASIC) is not None):
         # Where and how a Job reports it (batch validateJobSchedulingUpdate).
-        return [invalid(path, None, f"the basic/gang policy variant is immutable after creation ({was} → {now}); "
-                                    "only schedulingPolicy.gang.minCount may be updated")]
+        return [dataclasses.replace(invalid(path, None, f"the basic/gang policy variant is immutable after creation "
+                                                        f"({was} → {now}); only schedulingPolicy.gang.minCount may be "
+                                                        "updated"), code=VARIANT_FROZEN)]
     return []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from webhook.bridge.dialects import Dialect, enabled
 from webhook.bridge.mirror import min_count, not_mirrored
+from webhook.field import FieldWarning, Path, warning
 from webhook.verdict import Verdict
 
 WARNING_LIMIT = 120        # ADM-5
@@ -12,17 +13,19 @@ WARNING_LIMIT = 120        # ADM-5
 RULE = "BRG-1"
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= WARNING_LIMIT else text[:WARNING_LIMIT - 3] + "..."
+def _short(w: FieldWarning) -> FieldWarning:
+    return w.shortened(WARNING_LIMIT)
 
 
 def validate_foreign(obj: dict, d: Dialect, operation: str) -> Verdict:
     if operation != "CREATE" or not isinstance(obj, dict):
         return Verdict(checked=False)
-    warnings = [_short(f"{path}: not mirrored: {instead} (BRG-1)") for path, _, instead in not_mirrored(d, obj)]
+    warnings = [_short(warning(Path(*path.split(".")), f"not mirrored: {instead}", "BRG-1"))
+                for path, _, instead in not_mirrored(d, obj)]
     count = (obj.get("spec") or {}).get("minMember") if isinstance(obj.get("spec"), dict) else None
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        warnings.append(_short(f"spec.minMember: {count!r}: the in-tree gang gets minCount {min_count(obj)} (BRG-5)"))
+        warnings.append(_short(warning(Path("spec", "minMember"),
+                                       f"{count!r}: the in-tree gang gets minCount {min_count(obj)}", "BRG-5")))
     return Verdict(warnings=warnings)
 
 

@@ -8,15 +8,15 @@ gets `spec.schedulingGroup`, the group label and the group's claims exactly as a
 labelled Pod does."""
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Callable
 
 from webhook import formats
 from webhook.bridge.dialects import BRIDGE_LABEL, DEFAULT_SCHEDULER, Dialect, enabled
-from webhook.cluster.view import ClusterUnavailable
-from webhook.field import FieldError, Path, by_rule, invalid
+from webhook.field import FieldError, FieldWarning, Path, by_rule, invalid, warning
+from webhook.mutation import lookup
 
-GROUP_NAME = "spec.schedulingGroup.podGroupName"
 POLL_SECONDS = 0.25
 
 
@@ -59,55 +59,58 @@ def membership(pod: Any, bridge, name: str | None, named_by: str) -> tuple[str |
     return name, errors
 
 
-def _ignored(names: list[tuple[Dialect, str]], name: str) -> list[str]:
+def _ignored(names: list[tuple[Dialect, str]], name: str) -> list[FieldWarning]:
     """Warnings for the foreign keys that name another group than the one the Pod joins."""
-    return [f"{d.key_path()}: {value!r} ignored: the Pod joins PodGroup {name!r} (BRG-3)"
-            for d, value in names if value != name]
+    return [warning(Path("metadata", d.pod_key_in).key(d.pod_key), f"{value!r} ignored: the Pod joins PodGroup {name!r}",
+                    "BRG-3") for d, value in names if value != name]
 
 
 def await_mirror(view, namespace: str, name: str, timeout: float,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> bool:
-    """Whether the mirror appeared within `timeout` (a live cluster only; ClusterUnavailable
-    ends the wait). In the server's event loop the first miss raises NeedsNetwork, and the
-    wait runs in the lookup pool (webhook/cluster/view.py)."""
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> lookup.Found | None:
+    """The lookup of the mirror, once it appeared or the wait of at most `timeout` ended (a
+    live cluster only: None with a view that is not, which is not asked; an unavailable
+    cluster ends the wait). In the server's event loop the first miss raises NeedsNetwork,
+    and the wait runs in the lookup pool (webhook/cluster/view.py)."""
     if not getattr(view, "authoritative", False):
-        return False
+        return None
     deadline = clock() + timeout
     while True:
-        try:
-            if view.podgroup(namespace, name) is not None:
-                return True
-        except ClusterUnavailable:
-            return False
-        if clock() + POLL_SECONDS > deadline:
-            return False
+        found = lookup.find(view, namespace, name)
+        if found.outcome is not lookup.MISSING or clock() + POLL_SECONDS > deadline:
+            return found
         sleep(POLL_SECONDS)
+
+
+def _said(d: Dialect, found: lookup.Found, name: str, namespace: str, deny: bool) -> lookup.Said:
+    """The lookup's words, with a missing mirror said as such (BRG-2) instead of POD-5."""
+    if not found.outcome.missing or (found.outcome is lookup.NO_VIEW and not deny):
+        return lookup.said(found, name, namespace, deny)
+    if deny:
+        why = (f"the bridge has not mirrored {d.title} PodGroup {name!r} in namespace {namespace!r} "
+               f"(bridge.{d.name} on in the serving config? the {d.title} PodGroup created?)")
+        return tuple(by_rule([invalid(lookup.GROUP_NAME, name, f"PodGroup {name!r} does not exist yet: {why}")],
+                             "BRG-2")), ()
+    return (), (warning(lookup.GROUP_NAME, f"no mirror of {d.title} PodGroup {name!r} yet; the Pod waits for it",
+                        "BRG-2"),)
 
 
 def plan_join(pod: dict, name: str, namespace: str, cfg, view, join_fn):
     """The in-tree join (`join_fn`, webhook.mutation.pods.plan_join) of a Pod whose group a
-    foreign key named, with the mirror awaited (pods.onMissingPodGroup: deny), the missing
-    mirror said as such (BRG-2), and the bridge's label added."""
+    foreign key named, with the mirror awaited (pods.onMissingPodGroup: deny) and looked up
+    once, a missing mirror said as such (BRG-2), and the bridge's label added."""
     names = foreign_names(pod, cfg.bridge)
     d = next((d for d, value in names if value == name), None)      # the dialect whose key named it
     if d is None:
         join = join_fn(pod, name, namespace, cfg, view)
         return join._replace(warnings=(*join.warnings, *_ignored(names, name)))
-    if cfg.onMissingPodGroup == "deny":
-        await_mirror(view, namespace, name, cfg.server.lookupTimeoutSeconds)
-    join = join_fn(pod, name, namespace, cfg, view)
-    why = (f"the bridge has not mirrored {d.title} PodGroup {name!r} in namespace {namespace!r} "
-           f"(bridge.{d.name} on in the serving config? the {d.title} PodGroup created?)")
-    errors = tuple(by_rule([invalid(Path("spec", "schedulingGroup", "podGroupName"), name,
-                                    f"PodGroup {name!r} does not exist yet: {why}")], "BRG-2")[0]
-                   if e.rule == "POD-5" and "does not exist" in e.detail else e for e in join.errors)
-    warnings = tuple(f"{GROUP_NAME}: no mirror of {d.title} PodGroup {name!r} yet; the Pod waits for it (BRG-2)"
-                     if w.startswith(f"{GROUP_NAME}: PodGroup {name!r} not found yet")
-                     else w for w in join.warnings)
+    found = await_mirror(view, namespace, name, cfg.server.lookupTimeoutSeconds) \
+        if cfg.onMissingPodGroup == "deny" else None
+    join = join_fn(pod, name, namespace, cfg, view, found=found, said=functools.partial(_said, d))
     labels = join.labels
     if BRIDGE_LABEL not in _map(pod, "labels") and all(k != BRIDGE_LABEL for k, _ in labels):
         labels = (*labels, (BRIDGE_LABEL, d.name))
-    return join._replace(errors=errors, warnings=warnings, labels=labels)
+    return join._replace(labels=labels)
 
 
 def handoff(pod: Any, bridge) -> list[dict]:

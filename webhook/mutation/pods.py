@@ -6,18 +6,17 @@ copy and diff of the whole Pod): what the Pod already had is never removed,
 reordered or rewritten, so mutating twice gives no second patch."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from webhook import formats
 from webhook.blocks import claims
 from webhook.bridge import pods as bridge
-from webhook.cluster.view import ClusterUnavailable, ClusterView
+from webhook.cluster.view import ClusterView
 from webhook.config import Config
-from webhook.field import FieldError, Path, by_rule, forbidden, invalid
+from webhook.field import FieldError, FieldWarning, Path, by_rule, invalid, warning
 from webhook.verdict import Verdict
-from webhook.mutation import additions
-from webhook.rules.pods import GROUP_NAME, membership, shape_errors
-from webhook.schemas import structural_errors
+from webhook.mutation import additions, lookup
+from webhook.rules.pods import membership, shape_errors
 
 
 class Join(NamedTuple):
@@ -28,8 +27,9 @@ class Join(NamedTuple):
     labels: tuple[tuple[str, str], ...] = ()             # labels to add (POD-2, POD-8)
     claims: tuple[dict, ...] = ()                        # spec.resourceClaims entries to add (POD-4)
     container_claims: tuple[tuple[int, tuple[str, ...]], ...] = ()   # container index -> claim names to add
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[FieldWarning, ...] = ()
     errors: tuple[FieldError, ...] = ()
+    outcome: lookup.Outcome = lookup.FOUND                # what the lookup of the group found (POD-5)
 
 
 def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) -> Verdict:
@@ -47,16 +47,22 @@ def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) 
     return Verdict(errors=list(join.errors), warnings=list(join.warnings), patch=(patch(pod, join) + handoff) or None)
 
 
-def plan_join(pod: dict, name: str, namespace: str, cfg: Config, view: ClusterView) -> Join:
-    """The Join of a Pod that names group `name` (membership passed)."""
+def plan_join(pod: dict, name: str, namespace: str, cfg: Config, view: ClusterView,
+              found: lookup.Found | None = None, said: Callable[..., lookup.Said] = lookup.said) -> Join:
+    """The Join of a Pod that names group `name` (membership passed). `found`: the group's
+    lookup when the caller made it (the bridge, which waits for a mirror); `said`: the words
+    for its outcome (the bridge says a missing mirror as BRG-2)."""
     meta, spec = pod.get("metadata"), pod.get("spec")
     have = meta.get("labels") if isinstance(meta, dict) else None
     have = have if isinstance(have, dict) else {}
     spec = spec if isinstance(spec, dict) else {}
     wanted = [(cfg.groupLabel, name, "the PodGroup name")]                                    # POD-2
-    found = _lookup(namespace, name, cfg, view)                                                 # POD-5
-    warnings = list(found.warnings)
-    errors, claims_added, containers = list(found.errors), (), ()
+    if found is None:
+        found = lookup.find(view, namespace, name)                                              # POD-5
+    found_errors, found_warnings = ((), ()) if found.outcome is lookup.FOUND else \
+        said(found, name, namespace, cfg.onMissingPodGroup == "deny")
+    warnings = list(found_warnings)
+    errors, claims_added, containers = list(found_errors), (), ()
     if found.podgroup is not None and not errors:
         offer = _claims(spec, found.podgroup, name, cfg)                                        # POD-4
         errors, warnings = [*errors, *offer.errors], [*warnings, *offer.warnings]
@@ -71,7 +77,8 @@ def plan_join(pod: dict, name: str, namespace: str, cfg: Config, view: ClusterVi
     labels, unfit = _labels(have, wanted)
     return Join(group=name, scheduling_group=spec.get("schedulingGroup") is None,                # POD-1
                 labels=labels, claims=claims_added,
-                container_claims=containers, warnings=(*unfit, *warnings), errors=tuple(errors))
+                container_claims=containers, warnings=(*unfit, *warnings), errors=tuple(errors),
+                outcome=found.outcome)
 
 
 def patch(pod: dict, join: Join) -> list[dict]:
@@ -89,7 +96,7 @@ def patch(pod: dict, join: Join) -> list[dict]:
     return adds.ops
 
 
-def _labels(have: dict, wanted: list[tuple[str, str, str]]) -> tuple[tuple[tuple[str, str], ...], list[str]]:
+def _labels(have: dict, wanted: list[tuple[str, str, str]]) -> tuple[tuple[tuple[str, str], ...], list[FieldWarning]]:
     """The labels to add (each key once: the group and workload labels may be one key, and
     never one the Pod has), and a warning for each value that cannot be a label value."""
     out: dict[str, str] = {}
@@ -98,16 +105,11 @@ def _labels(have: dict, wanted: list[tuple[str, str, str]]) -> tuple[tuple[tuple
         if key in have or key in out:
             continue
         if formats.label_value(value):
-            unfit.append(f"metadata.labels[{key}]: not added: {value!r} is not a valid label value ({why})")
+            unfit.append(warning(Path("metadata", "labels").key(key),
+                                 f"not added: {value!r} is not a valid label value ({why})"))
         else:
             out[key] = value
     return tuple(out.items()), unfit
-
-
-class _Found(NamedTuple):
-    podgroup: dict | None
-    errors: tuple[FieldError, ...] = ()
-    warnings: tuple[str, ...] = ()
 
 
 class _Offer(NamedTuple):
@@ -115,37 +117,10 @@ class _Offer(NamedTuple):
     claims: tuple[dict, ...] = ()
     containers: tuple[tuple[int, tuple[str, ...]], ...] = ()
     errors: tuple[FieldError, ...] = ()
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[FieldWarning, ...] = ()
 
 
-def _lookup(namespace: str, name: str, cfg: Config, view: ClusterView) -> _Found:
-    """The PodGroup a Pod joins, or why its claims cannot be had (POD-5)."""
-    deny = cfg.onMissingPodGroup == "deny"
-    try:
-        podgroup = view.podgroup(namespace, name)
-    except ClusterUnavailable as exc:
-        if deny:
-            return _Found(None, errors=tuple(by_rule([forbidden(
-                GROUP_NAME, f"PodGroup {name!r} could not be looked up ({exc}) and pods.onMissingPodGroup is deny")],
-                "POD-5")))
-        return _Found(None, warnings=(f"{GROUP_NAME}: PodGroup {name!r} not looked up ({exc}); claims not injected",))
-    if podgroup is None:
-        if view.disabled and not deny:
-            return _Found(None, warnings=(f"{GROUP_NAME}: no cluster view; claims of PodGroup {name!r} not injected",))
-        if deny:
-            return _Found(None, errors=tuple(by_rule([invalid(
-                GROUP_NAME, name, f"PodGroup {name!r} does not exist in namespace {namespace!r} "
-                                  "(pods.onMissingPodGroup: deny)")], "POD-5")))
-        return _Found(None, warnings=(f"{GROUP_NAME}: PodGroup {name!r} not found yet; its claims were not injected",))
-    if not isinstance(podgroup, dict) or structural_errors("podgroup", podgroup, limit=1):
-        return _Found(None, warnings=(f"{GROUP_NAME}: PodGroup {name!r} is malformed; its claims were not injected",))
-    if (podgroup.get("metadata") or {}).get("deletionTimestamp"):
-        return _Found(None, errors=tuple(by_rule([forbidden(
-            GROUP_NAME, f"cannot create Pod referencing PodGroup {name!r} because it is being deleted")], "POD-5")))
-    return _Found(podgroup)
-
-
-def _own_devices(pod_claims: list, group_claims: list[dict], group: str) -> list[str]:
+def _own_devices(pod_claims: list, group_claims: list[dict], group: str) -> list[FieldWarning]:
     """A Pod entry under another name that takes a group claim's template (or claim) gets a
     device of its own, silently: the scheduler never shares it. Said, not refused."""
     shared = {(k, gc[k]): gc["name"] for gc in group_claims for k in claims.REFS if gc.get(k)}
@@ -158,10 +133,11 @@ def _own_devices(pod_claims: list, group_claims: list[dict], group: str) -> list
             gc = shared.get((k, c.get(k)))
             if gc is not None:
                 what = "its own claim from template" if k == "resourceClaimTemplateName" else "the claim"
-                warnings.append(f"spec.resourceClaims[{i}]: {c.get('name')!r} takes {what} {c[k]!r}, as claim "
-                                f"{gc!r} of PodGroup {group!r} does: "
-                                + ("this Pod gets a device of its own, not the group's shared one"
-                                   if k == "resourceClaimTemplateName" else "two entries for one claim"))
+                warnings.append(warning(Path("spec", "resourceClaims", i),
+                                        f"{c.get('name')!r} takes {what} {c[k]!r}, as claim "
+                                        f"{gc!r} of PodGroup {group!r} does: "
+                                        + ("this Pod gets a device of its own, not the group's shared one"
+                                           if k == "resourceClaimTemplateName" else "two entries for one claim")))
                 break
     return warnings
 

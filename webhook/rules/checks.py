@@ -19,7 +19,7 @@ from typing import Any
 
 from webhook.blocks.common import same
 from webhook.targets import Target
-from webhook.field import OMIT, FieldError, Path, by_rule, forbidden, immutable, invalid
+from webhook.field import FieldError, Path, by_rule, forbidden, immutable, invalid
 from webhook.paths import FieldPath, get_or_none, item_name, old_indices
 from webhook.rules import agreement, guards
 from webhook.rules.conditions import holds
@@ -175,23 +175,13 @@ def _guarded(obj: dict, old: dict | None, c: Checks) -> list[FieldError]:
             + [e for m in c.matched for e in agreement.matched(obj, old, m)])
 
 
-def _key(e: FieldError) -> tuple:
-    def frozen(v: Any) -> Any:
-        if isinstance(v, dict):
-            return ("{", tuple(sorted((str(k), frozen(x)) for k, x in v.items())))
-        if isinstance(v, list):
-            return ("[", tuple(frozen(x) for x in v))
-        return (type(v).__name__, v if v is not OMIT else "omit")
-    return e.type, e.field, e.detail, e.rule, frozen(e.value)
-
-
 def _new(obj: dict, old: dict | None, c: Checks, judge) -> list[FieldError]:
     """What `judge` finds that the stored object did not already break (ratcheting)."""
     found = judge(obj, old, c)
     if old is None or not found:
         return found
-    before = {_key(e) for e in judge(old, None, c)}
-    return [e for e in found if _key(e) not in before]
+    before = {e.identity for e in judge(old, None, c)}
+    return [e for e in found if e.identity not in before]
 
 
 def _required_alone(obj: dict, old: dict | None, c: Checks) -> list[FieldError]:
@@ -210,7 +200,7 @@ def _unique(errors: list[FieldError]) -> list[FieldError]:
     seen: set[tuple] = set()
     out: list[FieldError] = []
     for e in errors:
-        if (k := _key(e)) not in seen:
+        if (k := e.identity) not in seen:
             seen.add(k)
             out.append(e)
     return out

@@ -11,7 +11,7 @@ from webhook import formats
 from webhook.blocks import claims, composite, constraints, disruption, policy, priority
 from webhook.blocks.common import CORE, check_immutable, same
 from webhook.config import Config
-from webhook.field import FieldError, Path, found_by, gated_off, invalid, required
+from webhook.field import FieldError, Path, found_by, gated_off, invalid, required, warning
 from webhook.verdict import Verdict
 from webhook.schemas import structural_errors
 
@@ -29,7 +29,7 @@ def _usable_old(schema: str, old: dict | None, found: Verdict) -> dict | None:
     malformed oldObject; if one comes anyway, judge as a create and say so."""
     if old is None or not structural_errors(schema, old, limit=1):
         return old
-    found.warnings.append("oldObject: malformed; judged without the update rules")
+    found.warnings.append(warning(Path("oldObject"), "malformed; judged without the update rules"))
     return None
 
 

@@ -30,8 +30,6 @@ from webhook.targets import Target, parse_target
 from webhook.verdict import Verdict
 
 GATE = "WorkloadWithJob"
-#: The start of the variant error of blocks.policy (a CronJob does not freeze the variant).
-VARIANT_FROZEN = "the basic/gang policy variant is immutable"
 SET_ONCE_RULE = "TGT-4"            # the target's id for `setOnce`: on a Job it is the API server's tag
 
 
@@ -65,7 +63,7 @@ def validate_job_spec(obj: dict, old: dict | None, job_spec: tuple[str, ...], cf
     blocks_only = dataclasses.replace(cfg, minCountWithinSize=False, forbidAllWithBasic=False)
     found = crd.validate_target(obj, old, _target(job_spec), blocks_only)
     errors = [dataclasses.replace(e, rule=None) if e.rule == SET_ONCE_RULE else e for e in found.errors
-              if variant_frozen or not e.detail.startswith(VARIANT_FROZEN)]
+              if variant_frozen or e.code != policy.VARIANT_FROZEN]     # a CronJob does not freeze the variant
     return dataclasses.replace(found, errors=errors + hand_written(spec, sched_path))
 
 

@@ -30,5 +30,5 @@ def validate_template(obj: dict, old: dict | None, at: tuple[str, ...], cfg: Con
     errors = _errors(obj, path, cfg)
     if old is None or not errors:
         return errors
-    before = {(e.type, e.field, e.detail) for e in _errors(old, path, cfg)}
-    return [e for e in errors if (e.type, e.field, e.detail) not in before]
+    before = {e.identity for e in _errors(old, path, cfg)}
+    return [e for e in errors if e.identity not in before]

@@ -7,7 +7,7 @@ from webhook.blocks import claims, disruption, policy
 from webhook.blocks.common import same
 from webhook.cluster.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
-from webhook.field import FieldError, Path, by_rule, duplicate, invalid, mirrors, too_many
+from webhook.field import FieldError, FieldWarning, Path, by_rule, duplicate, invalid, mirrors, too_many, warning
 from webhook.verdict import Verdict
 from webhook.schemas import structural_errors
 from webhook.rules.core import (SPEC, TAS, block_errors, block_update_errors, condition_errors, identity_update_errors, object_spec,
@@ -41,7 +41,7 @@ def validate_podgroup(obj: dict, old: dict | None, cfg: Config, view: ClusterVie
     return found
 
 
-def _unreachable_claims(obj: dict, spec: dict, cfg: Config) -> list[str]:
+def _unreachable_claims(obj: dict, spec: dict, cfg: Config) -> list[FieldWarning]:
     """Shared claims no label-joined Pod can reach: a Pod names its group by the label
     (`pods.groupLabel`), and a label value is at most 63 characters of a narrower
     alphabet than a PodGroup name. Only Pods that set spec.schedulingGroup themselves
@@ -49,9 +49,9 @@ def _unreachable_claims(obj: dict, spec: dict, cfg: Config) -> list[str]:
     name = (obj.get("metadata") or {}).get("name")
     if not spec.get("resourceClaims") or not isinstance(name, str) or formats.label_value(name) is None:
         return []
-    return [f"metadata.name: {name[:80]!r} cannot be a value of the {cfg.groupLabel} label "
-            f"({formats.label_value(name)}): Pods that only carry the label cannot join this PodGroup or get its "
-            "claims; only Pods whose spec.schedulingGroup names it do"]
+    return [warning(Path("metadata", "name"), f"{name[:80]!r} cannot be a value of the {cfg.groupLabel} label "
+                    f"({formats.label_value(name)}): Pods that only carry the label cannot join this PodGroup or "
+                    "get its claims; only Pods whose spec.schedulingGroup names it do")]
 
 
 def _claim_statuses(obj: dict, spec: dict) -> list[FieldError]:
@@ -85,14 +85,16 @@ def _against_workload(obj: dict, spec: dict, view: ClusterView, found: Verdict) 
     try:
         workload = view.workload(namespace, wl_name)
     except ClusterUnavailable as exc:
-        found.warnings.append(f"spec.workloadRef: not checked against Workload {wl_name!r}: {exc}")
+        found.warnings.append(warning(SPEC.child("workloadRef"), f"not checked against Workload {wl_name!r}: {exc}"))
         return
     if workload is None:
         if view.authoritative:
-            found.warnings.append(f"spec.workloadRef.workloadName: Workload {wl_name!r} not found; not checked")
+            found.warnings.append(warning(SPEC.child("workloadRef", "workloadName"),
+                                          f"Workload {wl_name!r} not found; not checked"))
         return
     if not isinstance(workload, dict) or structural_errors("workload", workload, limit=1):
-        found.warnings.append(f"spec.workloadRef.workloadName: Workload {wl_name!r} is malformed; not checked")
+        found.warnings.append(warning(SPEC.child("workloadRef", "workloadName"),
+                                      f"Workload {wl_name!r} is malformed; not checked"))
         return
     template = find_template(workload, tmpl_name)
     if template is None:

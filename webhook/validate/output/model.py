@@ -5,7 +5,6 @@ code. A violation's line and column are found only when a format asks
 (webhook.manifests.positions), so objects without findings cost nothing more."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TextIO
@@ -17,9 +16,6 @@ from webhook.verdict import Verdict
 VALID, INVALID, WARNED, AUDITED, SKIPPED, UNRELATED = "valid", "invalid", "warned", "audited", "skipped", "unrelated"
 #: A Verdict's action -> the state of a judged object.
 _STATE = {None: VALID, "deny": INVALID, "warn": WARNED, "audit": AUDITED}
-#: A warning's leading field path (`spec.workloadRef.workloadName: Workload "w" not found`).
-_WARNING_PATH = re.compile(r"^([A-Za-z_][\w.\[\]-]*): ")
-_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
 def gate_hint(gate: str) -> str:
@@ -110,16 +106,10 @@ class Result:
             for e in errors:
                 out.append(Finding(level, shown(e), *self.position(e.field), error=e))
         for w in v.warnings:
-            out.append(Finding("warn" if self.warns else "note", w, *self.position(_warning_path(w)),
+            # A rule's warning is a FieldWarning: placed at its path, never by parsing its text.
+            out.append(Finding("warn" if self.warns else "note", w, *self.position(getattr(w, "path", ())),
                                warns=self.warns))
         return out
-
-
-def _warning_path(text: str) -> tuple:
-    m = _WARNING_PATH.match(text)
-    if not m:
-        return ()
-    return tuple(int(i) if i else name for name, i in _SEGMENT.findall(m.group(1)))
 
 
 @dataclass

@@ -1,0 +1,82 @@
+"""The PodGroup a Pod joins, looked up once (POD-5): what the view answered, as a
+value (found, missing, being deleted, not askable, malformed), apart from the words
+that say it. Whoever decides by the answer reads `Found.outcome`, never a message:
+the bridge says a missing mirror its own way (BRG-2) by the outcome alone."""
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+from webhook.cluster.view import ClusterUnavailable, ClusterView
+from webhook.field import FieldError, FieldWarning, Path, by_rule, forbidden, invalid, warning
+from webhook.schemas import structural_errors
+
+GROUP_NAME = Path("spec", "schedulingGroup", "podGroupName")
+
+
+class Outcome(enum.Enum):
+    FOUND = "found"
+    MISSING = "missing"             # the view answered: no such PodGroup
+    NO_VIEW = "no view"             # no cluster at all: nothing was asked (missing, as far as is known)
+    UNAVAILABLE = "unavailable"     # the view could not answer (ClusterUnavailable)
+    MALFORMED = "malformed"         # a PodGroup of the wrong shape (a stale or hostile cache)
+    DELETING = "deleting"           # a PodGroup with a deletionTimestamp
+
+    @property
+    def missing(self) -> bool:
+        """No PodGroup of that name is known."""
+        return self is MISSING or self is NO_VIEW
+
+
+# The members as module constants: reading a member through its Enum class is several times
+# slower than a module attribute (Python 3.11's EnumType), and the join reads them per Pod.
+FOUND, MISSING, NO_VIEW, UNAVAILABLE, MALFORMED, DELETING = Outcome
+
+
+class Found(NamedTuple):
+    outcome: Outcome
+    podgroup: dict | None = None     # only with FOUND
+    cause: str = ""                  # UNAVAILABLE: why the view could not answer
+
+
+def find(view: ClusterView, namespace: str, name: str) -> Found:
+    """One lookup of PodGroup `name`. NeedsNetwork (the event loop may not wait) is not caught."""
+    try:
+        podgroup = view.podgroup(namespace, name)
+    except ClusterUnavailable as exc:
+        return Found(UNAVAILABLE, cause=str(exc))
+    if podgroup is None:
+        return Found(NO_VIEW if view.disabled else MISSING)
+    if not isinstance(podgroup, dict) or structural_errors("podgroup", podgroup, limit=1):
+        return Found(MALFORMED)
+    if (podgroup.get("metadata") or {}).get("deletionTimestamp"):
+        return Found(DELETING)
+    return Found(FOUND, podgroup)
+
+
+Said = tuple[tuple[FieldError, ...], tuple[FieldWarning, ...]]
+
+
+def said(found: Found, name: str, namespace: str, deny: bool) -> Said:
+    """The in-tree words for an outcome (POD-5): errors with pods.onMissingPodGroup: deny
+    (`deny`) or for a group being deleted, else warnings that the claims were not injected."""
+    o = found.outcome
+    if o is FOUND:
+        return (), ()
+    if o is UNAVAILABLE:
+        if deny:
+            return tuple(by_rule([forbidden(GROUP_NAME, f"PodGroup {name!r} could not be looked up ({found.cause}) "
+                                                        "and pods.onMissingPodGroup is deny")], "POD-5")), ()
+        return (), (warning(GROUP_NAME, f"PodGroup {name!r} not looked up ({found.cause}); claims not injected"),)
+    if o.missing:
+        if deny:
+            return tuple(by_rule([invalid(GROUP_NAME, name, f"PodGroup {name!r} does not exist in namespace "
+                                                            f"{namespace!r} (pods.onMissingPodGroup: deny)")],
+                                 "POD-5")), ()
+        if o is NO_VIEW:
+            return (), (warning(GROUP_NAME, f"no cluster view; claims of PodGroup {name!r} not injected"),)
+        return (), (warning(GROUP_NAME, f"PodGroup {name!r} not found yet; its claims were not injected"),)
+    if o is MALFORMED:
+        return (), (warning(GROUP_NAME, f"PodGroup {name!r} is malformed; its claims were not injected"),)
+    return tuple(by_rule([forbidden(GROUP_NAME, f"cannot create Pod referencing PodGroup {name!r} "
+                                                "because it is being deleted")], "POD-5")), ()
