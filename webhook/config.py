@@ -13,7 +13,7 @@ from webhook import formats, profiles
 from webhook.field import FieldError, Path, invalid
 from webhook.schemas import structural_errors
 from webhook.server_settings import ServerSettings
-from webhook.enforcement import Enforcement, parse as parse_enforcement
+from webhook.enforcement import Enforcement, parse as parse_enforcement, selects
 from webhook.targets import Target, parse_target
 
 DEFAULT_GATES = {
@@ -94,14 +94,7 @@ class NamespaceSelector:
     matchExpressions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
     def matches(self, labels: dict) -> bool:
-        if any(labels.get(k) != v for k, v in self.matchLabels):
-            return False
-        for key, op, values in self.matchExpressions:
-            have = key in labels
-            if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and have and labels[key] in values) \
-                    or (op == "Exists" and not have) or (op == "DoesNotExist" and have):
-                return False
-        return True
+        return selects(self.matchLabels, self.matchExpressions, labels)
 
     def as_label_selector(self) -> dict:
         """The Kubernetes LabelSelector of the webhook configuration."""

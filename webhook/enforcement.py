@@ -30,6 +30,19 @@ class Override:
     scopes: tuple[str, ...] = SCOPES
 
 
+def selects(match_labels: tuple[tuple[str, str], ...], match_expressions: tuple[tuple[str, str, tuple[str, ...]], ...],
+            labels: dict) -> bool:
+    """A label selector (matchLabels and matchExpressions, as a webhook's namespaceSelector) over labels."""
+    if any(labels.get(k) != v for k, v in match_labels):
+        return False
+    for key, op, values in match_expressions:
+        have = key in labels
+        if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and have and labels[key] in values) \
+                or (op == "Exists" and not have) or (op == "DoesNotExist" and have):
+            return False
+    return True
+
+
 @dataclass(frozen=True)
 class NamespaceRule:
     matchLabels: tuple[tuple[str, str], ...]
@@ -37,14 +50,7 @@ class NamespaceRule:
     override: Override
 
     def matches(self, labels: dict) -> bool:
-        if any(labels.get(k) != v for k, v in self.matchLabels):
-            return False
-        for key, op, values in self.matchExpressions:
-            have = key in labels
-            if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and have and labels[key] in values) \
-                    or (op == "Exists" and not have) or (op == "DoesNotExist" and have):
-                return False
-        return True
+        return selects(self.matchLabels, self.matchExpressions, labels)
 
 
 @dataclass(frozen=True)
