@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from webhook.cluster.api import Api, decode, error
+from webhook.cluster.api import Api
 
 log = logging.getLogger("workload_webhook.bridge")
 TIMEOUT = (5, 10)
@@ -60,11 +60,7 @@ class Lease:
 
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
         """The answer's object; ApiException when it is not a success (404 and 409 included)."""
-        reply = self.api.send(method, path, body=body, timeout=TIMEOUT)
-        data = reply.read()
-        if reply.status not in (200, 201):
-            raise error(reply.status, reply.reason, data)
-        return decode(data)
+        return self.api.expect(method, path, body, timeout=TIMEOUT)
 
     def _read(self) -> dict:
         return self._call("GET", self._path(self.name))

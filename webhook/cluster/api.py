@@ -8,7 +8,8 @@ kube-apiserver goes through an `Api` built on a `Transport`:
   stream of chunks). `ClientTransport` sends it through the `kubernetes`
   client's ApiClient (its configuration, credentials, TLS and connection pool);
   the tests feed the layer bytes through a transport of their own.
-- `Api.call` / `get`: one request, its JSON body decoded (status, dict).
+- `Api.call` / `get`: one request, its JSON body decoded (status, dict);
+  `Api.expect`: the same, an answer but 2xx raised as the client's ApiException.
 - `Api.pages`: a paginated LIST (`limit`/`continue`), page by page, each
   decoded with orjson while the cyclic collector is paused (webhook/collector.py),
   within a deadline for the whole LIST; a non-200 page raises ApiException.
@@ -61,18 +62,17 @@ class Transport(Protocol):
 
 class _ClientReply:
     def __init__(self, resp):
-        self._resp, self.status, self.reason = resp, resp.status, resp.reason or ""
+        self._resp, self.status, self.reason = resp, resp.status, getattr(resp, "reason", "") or ""
 
     def read(self) -> bytes:
-        try:
-            return self._resp.read() or b""
-        finally:
-            self.close()
+        return self._resp.read() or b""       # read to its end, urllib3 returns the connection to the pool
 
     def chunks(self) -> Iterator[bytes]:
         return self._resp.response.stream(65536, decode_content=True)
 
     def close(self) -> None:
+        """A stream left before its end: its connection closed, never handed back half read."""
+        self._resp.response.close()
         self._resp.response.release_conn()
 
 
@@ -145,6 +145,15 @@ class Api:
 
     def get(self, path: str, query: dict | None = None, timeout=TIMEOUT) -> tuple[int, dict]:
         return self.call("GET", path, query, timeout=timeout)
+
+    def expect(self, method: str, path: str, body: Any = None, query: dict | None = None,
+               content_type: str = JSON, timeout=TIMEOUT) -> dict:
+        """The answer's object, as a typed client would give it: ApiException unless it is 2xx."""
+        reply = self.send(method, path, query, body, content_type, timeout=timeout)
+        data = reply.read()
+        if not 200 <= reply.status < 300:
+            raise error(reply.status, reply.reason, data)
+        return decode(data)
 
     def pages(self, path: str, query: dict | None = None, page_size: int = PAGE, timeout=LIST_TIMEOUT,
               deadline: float | None = LIST_DEADLINE, stopped: Callable[[], bool] = lambda: False,
