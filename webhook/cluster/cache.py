@@ -28,7 +28,7 @@ from webhook.cluster.watch import RELIST, ListWatch
 
 log = logging.getLogger("workload_webhook.cluster")
 
-__all__ = ["RELIST", "ClusterCache", "Informer", "PackedStore", "api_client", "connect", "raw_get"]
+__all__ = ["RELIST", "ClusterCache", "Informer", "PackedStore", "api_client", "connect"]
 NAMESPACE_TTL = 30.0
 LIST_TIMEOUT = api_mod.LIST_TIMEOUT   # connect, read: per page
 LIST_PAGE = 2000     # objects per page: kube-apiserver's cost per page grows with the objects it holds
@@ -234,11 +234,6 @@ def api_client(mode: str, kubeconfig: str | None):
     if api is None and mode == "auto":
         log.info("no cluster configuration; pod mutation treats every PodGroup as missing")
     return api
-
-
-def raw_get(api, path: str, accept: str, timeout) -> tuple[int, bytes]:
-    """GET a path of the API server that no typed client covers (discovery, /metrics)."""
-    return Api.of(api).raw("GET", path, accept=accept, timeout=timeout)
 
 
 def connect(mode: str, kubeconfig: str | None, timeout: float, snapshot: dict | None = None):
