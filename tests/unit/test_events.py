@@ -135,6 +135,6 @@ def test_the_events_settings_default_off_and_are_bounded():
 
 
 def test_no_recorder_without_events_enabled_or_without_a_cluster():
-    from webhook.cluster.view import DisabledView
+    from webhook.view import DisabledView
     assert events.recorder(from_dict({}).events, DisabledView()) is None
     assert events.recorder(from_dict({"events": {"enabled": True}}).events, DisabledView()) is None

@@ -12,7 +12,7 @@ import pytest
 from webhook.bridge.watch import Store as BridgeStore
 from webhook.cluster.api import Api
 from webhook.cluster.store import PackedStore
-from webhook.cluster.view import ClusterUnavailable
+from webhook.view import ClusterUnavailable
 from webhook.cluster.watch import BACKOFF_MAX, ListWatch
 
 PATH = "/apis/scheduling.k8s.io/v1beta1/podgroups"

@@ -14,7 +14,7 @@ from webhook import engine
 from webhook.admission import review
 from webhook.cluster import projection
 from webhook.cluster.store import PackedStore as Store
-from webhook.cluster.view import StaticView
+from webhook.view import StaticView
 from tests.unit import test_pods
 from tests.unit.helpers import config, node_paths, pod, podgroup
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from webhook import formats
 from webhook.bridge.dialects import BRIDGE_LABEL, DEFAULT_SCHEDULER, Dialect, enabled
-from webhook.cluster.view import ClusterUnavailable
+from webhook.view import ClusterUnavailable
 from webhook.field import FieldError, Path, by_rule, invalid
 
 GROUP_NAME = "spec.schedulingGroup.podGroupName"

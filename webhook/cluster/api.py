@@ -35,7 +35,7 @@ from urllib.parse import quote
 import orjson
 
 from webhook import collector
-from webhook.cluster.view import ClusterUnavailable
+from webhook.view import ClusterUnavailable
 
 JSON = "application/json"
 TIMEOUT = (5, 30)           # connect, read: one request

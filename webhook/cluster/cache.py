@@ -23,7 +23,7 @@ from webhook.cluster import api as api_mod
 from webhook.cluster import projection
 from webhook.cluster.api import Api
 from webhook.cluster.store import PackedStore
-from webhook.cluster.view import ClusterUnavailable, blocking, current_judgment
+from webhook.view import ClusterUnavailable, blocking, current_judgment
 from webhook.cluster.watch import RELIST, ListWatch
 
 log = logging.getLogger("workload_webhook.cluster")
@@ -99,7 +99,7 @@ class ClusterCache:
     Workloads with a GET; a miss falls back to a direct GET bounded by `timeout`,
     and ClusterUnavailable is raised (never blocks longer) when the API server
     does not answer. Every method that asks the API server is declared
-    `@blocking` (webhook/cluster/view.py): the event loop's judgments never
+    `@blocking` (webhook/view.py): the event loop's judgments never
     wait for it (tests/unit/test_judgment_dispatch.py checks none is missed)."""
 
     authoritative = True

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.cluster.api import Api, decode, path
-from webhook.cluster.view import ClusterUnavailable
+from webhook.view import ClusterUnavailable
 from webhook.explain import foreign
 
 TIMEOUT = (5, 30)

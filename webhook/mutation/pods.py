@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from webhook import formats
 from webhook.blocks import claims
 from webhook.bridge import pods as bridge
-from webhook.cluster.view import ClusterUnavailable, ClusterView
+from webhook.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
 from webhook.field import FieldError, Path, by_rule, forbidden, invalid
 from webhook.verdict import Verdict
