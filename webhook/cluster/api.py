@@ -173,8 +173,9 @@ class Api:
             with collector.paused():
                 page = decode(body)
                 del body
+                token = (page.get("metadata") or {}).get("continue")
                 yield page
-            token = (page.get("metadata") or {}).get("continue")
+                del page            # freed before the next page is read (the caller drops its own too)
             if not token:
                 return
             if stopped():

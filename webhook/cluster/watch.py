@@ -119,6 +119,7 @@ class ListWatch(threading.Thread):
             version = version or meta.get("resourceVersion")
             self.store.add([i for i in page.get("items") or [] if isinstance(i, dict)])
             pages += 1
+            del page                 # one decoded page alive at a time: not two while the next is read
         self.store.finish(version)
         self.relists += 1
         return f"{len(getattr(self.store, 'objects', ()))} objects in {pages} pages, " \
