@@ -166,6 +166,8 @@ class ListWatch(threading.Thread):
                 # the store asked for a LIST: paused as after a failure, so a stream of
                 # unreadable events cannot spin the loop
             except Exception as exc:     # noqa: BLE001 - network, RBAC, a server restart: say so, back off, relist
+                if self.stopped.is_set():
+                    break                # a LIST cut short by stop(): nothing to say
                 status = getattr(exc, "status", None)
                 if status == GONE:
                     self.log.info("watch of %s expired (410); relisting", name)
