@@ -18,7 +18,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from webhook import config, engine, manifests  # noqa: E402
-from webhook.cluster.view import StaticView  # noqa: E402
+from webhook.view import StaticView  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -33,7 +33,7 @@ sys.path.insert(0, ROOT)
 from prometheus_client import Histogram  # noqa: E402
 
 from webhook import config, metrics  # noqa: E402
-from webhook.cluster.view import StaticView  # noqa: E402
+from webhook.view import StaticView  # noqa: E402
 from webhook.server.app import State, build_admission  # noqa: E402
 
 OLD_LATENCY = Histogram("bench_request_duration_seconds", "the histogram as it was: one label", ["endpoint"],

@@ -81,13 +81,14 @@ def judge_answer(review: dict, status: int, body: bytes, expect_denial: bool) ->
 
 def _configurations(api, name: str) -> tuple[list[dict], str | None]:
     """The two registered configurations, or what is missing."""
-    from kubernetes import client
     from kubernetes.client.rest import ApiException
-    adm = client.AdmissionregistrationV1Api(api)
+
+    from webhook.cluster.api import Api, path
+    layer = Api.of(api)
     out = []
-    for kind, read in zip(KINDS, (adm.read_validating_webhook_configuration, adm.read_mutating_webhook_configuration)):
+    for kind, plural in zip(KINDS, ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")):
         try:
-            conf = api.sanitize_for_serialization(read(name, _request_timeout=TIMEOUT))
+            conf = layer.expect("GET", path("admissionregistration.k8s.io", "v1", plural, name=name), timeout=TIMEOUT)
         except ApiException as exc:
             if exc.status != 404:
                 raise                      # the cluster refused us: a cluster error, not an unhealthy release
@@ -108,19 +109,21 @@ def _endpoints(api, client_config: dict) -> tuple[list[tuple[str, int]], str, st
     if client_config.get("url"):
         url = urlsplit(client_config["url"])
         return [(url.hostname, url.port or 443)], url.hostname, url.path or "/"
-    from kubernetes import client
+    from webhook.cluster.api import Api, path
+    layer = Api.of(api)
     svc = client_config["service"]
     name, namespace, port = svc["name"], svc["namespace"], svc.get("port") or 443
-    service = client.CoreV1Api(api).read_namespaced_service(name, namespace, _request_timeout=TIMEOUT)
-    port_name = next((p.name for p in service.spec.ports or [] if p.port == port), None)
-    slices = client.DiscoveryV1Api(api).list_namespaced_endpoint_slice(
-        namespace, label_selector=f"kubernetes.io/service-name={name}", _request_timeout=TIMEOUT)
+    service = layer.expect("GET", path("", "v1", "services", namespace, name), timeout=TIMEOUT)
+    port_name = next((p.get("name") for p in (service.get("spec") or {}).get("ports") or [] if p.get("port") == port),
+                     None)
     found = []
-    for s in slices.items:
-        target = next((p.port for p in s.ports or [] if p.name == port_name), None)
-        for ep in s.endpoints or []:
-            if target and (ep.conditions is None or ep.conditions.ready is not False):
-                found += [(address, target) for address in ep.addresses]
+    for page in layer.pages(path("discovery.k8s.io", "v1", "endpointslices", namespace),
+                            {"labelSelector": f"kubernetes.io/service-name={name}"}, timeout=TIMEOUT):
+        for s in page.get("items") or []:
+            target = next((p.get("port") for p in s.get("ports") or [] if p.get("name") == port_name), None)
+            for ep in s.get("endpoints") or []:
+                if target and (ep.get("conditions") or {}).get("ready") is not False:
+                    found += [(address, target) for address in ep.get("addresses") or []]
     return sorted(set(found)), f"{name}.{namespace}.svc", svc.get("path") or "/"
 
 

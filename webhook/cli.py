@@ -14,7 +14,7 @@ import yaml
 from webhook import completion, engine, explain, server_settings
 from webhook.validate import command as validate_command
 from webhook.certs_command import ip_address
-from webhook.cluster.view import StaticView
+from webhook.view import StaticView
 from webhook.command_input import (EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, exit_now, label as _label, load as _load,
                                    load_config as _load_config, profile as _profile)
 from webhook.mutation.patch import apply

@@ -7,7 +7,7 @@ from typing import Any
 
 from webhook import enforcement, kinds
 from webhook.bridge import admission as bridge_admission, dialects as bridge_dialects
-from webhook.cluster.view import ClusterUnavailable, ClusterView, DisabledView
+from webhook.view import ClusterUnavailable, ClusterView, DisabledView
 from webhook.config import Config
 from webhook.field import FieldError, Path, invalid
 from webhook.verdict import Verdict

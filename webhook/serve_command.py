@@ -82,7 +82,7 @@ def _registrar(args, settings, targets=()):
     None (and a message) when it cannot."""
     from webhook.cluster.cache import api_client
     from webhook.cluster.registrar import RegistrationError, from_flags
-    from webhook.cluster.view import ClusterUnavailable
+    from webhook.view import ClusterUnavailable
     if not args.register_owner:
         log.error("--register needs --register-owner (the ClusterRole that owns the registration)")
         return None
@@ -104,7 +104,7 @@ def _with_cluster_gates(cfg, settings, kubeconfig: str | None):
     import dataclasses
     from webhook.cluster.cache import api_client
     from webhook.cluster.gates import serving_gates
-    from webhook.cluster.view import ClusterUnavailable
+    from webhook.view import ClusterUnavailable
     try:
         api = api_client(settings.cluster, kubeconfig)
     except ClusterUnavailable as exc:

@@ -47,9 +47,8 @@ def _pg(name):
 def test_410_gone_from_a_real_watch_relists_and_keeps_serving(etcd_backed):
     cp = etcd_backed
     _kubectl(cp, "create", "-f", "-", stdin=_pg("before"))
-    from kubernetes import client
     relists = _sample("workload_webhook_cluster_cache_relists_total")
-    informer = Informer(client.CustomObjectsApi(api_client("kubeconfig", cp.kubeconfig("admin"))), "podgroups",
+    informer = Informer(api_client("kubeconfig", cp.kubeconfig("admin")), "podgroups",
                         ("v1beta1", "v1alpha3"), watch_seconds=2)
     informer.start()
     try:
@@ -96,8 +95,7 @@ def test_bookmarks_and_the_watchs_own_end_keep_a_quiet_cache_fresh(cluster):
     (watch_seconds) counts, and so does a bookmark, which kube-apiserver's watch cache sends 2 s
     before a watch's deadline (and about every minute) once its view of etcd has moved on: here
     another object written, then a consistent LIST of PodGroups."""
-    from kubernetes import client
-    informer = Informer(client.CustomObjectsApi(api_client("kubeconfig", cluster.kubeconfig("admin"))), "podgroups",
+    informer = Informer(api_client("kubeconfig", cluster.kubeconfig("admin")), "podgroups",
                         ("v1beta1", "v1alpha3"), watch_seconds=5)
     informer.start()
     name = f"bookmark-{int(time.time())}"

@@ -12,7 +12,7 @@ import httptools
 from prometheus_client import REGISTRY
 
 from webhook import config as config_mod
-from webhook.cluster.view import DisabledView
+from webhook.view import DisabledView
 from webhook.server.app import State, build_admission
 from webhook.server.budget import BodyBudget
 from webhook.server.connection import Connection

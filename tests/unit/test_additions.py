@@ -5,7 +5,7 @@ import copy
 import jsonpatch
 import pytest
 
-from webhook.cluster.view import StaticView
+from webhook.view import StaticView
 from webhook.mutation.additions import Additions
 from webhook.mutation.pods import Join, patch, plan_join
 from tests.unit.helpers import config, pod, podgroup

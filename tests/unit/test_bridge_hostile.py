@@ -11,7 +11,7 @@ from webhook import engine
 from webhook.bridge.mirror import mirror_for, plan, Group
 from webhook.bridge import status
 from webhook.bridge.dialects import COSCHEDULING, VOLCANO
-from webhook.cluster.view import StaticView
+from webhook.view import StaticView
 from webhook.field import FieldError
 from tests.unit.helpers import config, node_paths, replaced, pod, podgroup
 from tests.unit.test_hostile import json_values

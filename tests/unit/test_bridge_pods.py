@@ -6,7 +6,7 @@ import pytest
 from webhook import engine, registration
 from webhook.bridge import pods as bridge_pods
 from webhook.bridge.dialects import BRIDGE_LABEL
-from webhook.cluster.view import StaticView
+from webhook.view import StaticView
 from webhook.mutation import lookup
 from webhook.mutation.patch import apply
 from tests.unit.helpers import config, pod, podgroup

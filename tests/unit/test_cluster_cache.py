@@ -8,7 +8,8 @@ from kubernetes import watch
 
 from webhook import config, serve_command
 from webhook.cli import build_parser
-from webhook.cluster.cache import RELIST, Store
+from webhook.cluster.store import PackedStore as Store
+from webhook.cluster.watch import RELIST
 
 
 def pg(name, rv, ns="ml", **spec):
@@ -101,7 +102,6 @@ def test_informer_backs_off_against_a_server_that_drops_every_connection(tmp_pat
     import threading
     import time as _time
 
-    from kubernetes import client
     from webhook.cluster.cache import Informer, api_client
     from tests.unit.helpers import kubeconfig_to
 
@@ -122,7 +122,7 @@ def test_informer_backs_off_against_a_server_that_drops_every_connection(tmp_pat
     threading.Thread(target=drop_all, daemon=True).start()
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kubeconfig_to(f"https://127.0.0.1:{listener.getsockname()[1]}"))
-    informer = Informer(client.CustomObjectsApi(api_client("kubeconfig", str(kubeconfig))), "podgroups",
+    informer = Informer(api_client("kubeconfig", str(kubeconfig)), "podgroups",
                         ("v1beta1",))
     informer.start()
     try:

@@ -2,7 +2,7 @@
 (WL-1, WL-2, PG-1) plus the PodGroup-vs-Workload policy (PG-2)."""
 import pytest
 
-from webhook.cluster.view import ClusterUnavailable, StaticView
+from webhook.view import ClusterUnavailable, StaticView
 from tests.unit.helpers import (check, composite_podgroup, composite_template, config, found, podgroup, template,
                                 workload)
 

@@ -12,7 +12,7 @@ from webhook import config as config_mod
 from webhook import engine
 from webhook.admission import review
 from webhook.cli import main
-from webhook.cluster.view import StaticView
+from webhook.view import StaticView
 
 BAD = trainjob({"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}})            # DIS-2 only
 WORSE = trainjob({"schedulingPolicy": {"gang": {"minCount": 9}}, "disruptionMode": {"single": {}, "all": {}}},
@@ -114,7 +114,7 @@ def test_namespace_labels_are_read_once_per_request():
     class Slow(StaticView):
         def namespace_labels(self, name):
             calls.append(name)
-            raise __import__("webhook.cluster.view", fromlist=["x"]).ClusterUnavailable("timeout")
+            raise __import__("webhook.view", fromlist=["x"]).ClusterUnavailable("timeout")
     many = trainjob({"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}})
     v = judge(many, {"namespaces": [{"selector": {"matchLabels": {"a": "b"}}, "action": "audit"}], "rules": {"DIS-2": "warn"}},
               Slow([]))

@@ -135,6 +135,22 @@ def test_the_events_settings_default_off_and_are_bounded():
 
 
 def test_no_recorder_without_events_enabled_or_without_a_cluster():
-    from webhook.cluster.view import DisabledView
+    from webhook.view import DisabledView
     assert events.recorder(from_dict({}).events, DisabledView()) is None
     assert events.recorder(from_dict({"events": {"enabled": True}}).events, DisabledView()) is None
+
+
+def test_an_event_about_an_object_is_events_k8s_io_v1_bounded_and_named_after_it():
+    """The bridge's Events (webhook/bridge/loop.py) are built here and written by the one writer."""
+    regarding = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "name": "train",
+                 "namespace": "ml", "uid": "u-1"}
+    event = events.regarding_event(regarding, "Mirrored", "é" * 2000, False, "Reconcile", "workload-webhook-bridge",
+                                   "i" * 300, NOW, "abc")
+    assert (event["apiVersion"], event["kind"], event["type"], event["reason"], event["action"]) == \
+        ("events.k8s.io/v1", "Event", "Normal", "Mirrored", "Reconcile")
+    assert event["metadata"] == {"name": "train.abc", "namespace": "ml"} and event["regarding"] == regarding
+    assert len(event["note"].encode()) <= events.NOTE_BYTES and len(event["reportingInstance"]) == 128
+    assert event["eventTime"].endswith("Z") and event["reportingController"] == "workload-webhook-bridge"
+    odd = events.regarding_event({**regarding, "name": "Not_A_Name", "uid": None}, "X", "n", True, "A", "c", "i",
+                                 NOW, "abc")
+    assert odd["metadata"]["name"] == "c.abc" and "uid" not in odd["regarding"] and odd["type"] == "Warning"

@@ -15,7 +15,7 @@ import yaml
 from tests.unit.helpers import TRAINJOB_TARGET
 from webhook import catalogue, engine
 from webhook.cli import main
-from webhook.cluster.view import ClusterUnavailable, DisabledView, StaticView
+from webhook.view import ClusterUnavailable, DisabledView, StaticView
 from webhook.config import ConfigError, from_dict
 from webhook.mutation import gang_default, patch
 from webhook.registration import Endpoint, configurations

@@ -8,7 +8,7 @@ import jsonpatch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from webhook import engine
-from webhook.cluster.view import StaticView
+from webhook.view import StaticView
 from webhook.field import FieldError
 from tests.unit.helpers import config, groupjob, node_paths, pod, replaced, podgroup, template, trainjob, workload
 
@@ -203,7 +203,7 @@ def test_null_everywhere_is_absent():
        json_values)
 def test_malformed_cluster_objects_never_raise(where, junk):
     """A cluster view (or the files given to `validate`) may hold broken PodGroups and Workloads."""
-    from webhook.cluster.view import StaticView
+    from webhook.view import StaticView
     pg = podgroup(resourceClaims=[{"name": "g", "resourceClaimName": "g"}],
                   workloadRef={"workloadName": "wl", "templateName": "workers"})
     wl = workload([template("workers")])

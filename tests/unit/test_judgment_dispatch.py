@@ -1,6 +1,6 @@
 """Where a review is judged is decided once, in webhook/server/admit.py: at once
 in the event loop, or `Later` in the worker's lookup pool when a view call
-declared `blocking` (webhook/cluster/view.py) would wait for the API server.
+declared `blocking` (webhook/view.py) would wait for the API server.
 The view is the server's real one (ClusterCache) over an API server port where
 nothing listens; tests/server/test_unreachable_cluster.py shows the same over
 a real server and a silent API server."""
@@ -17,7 +17,7 @@ from tests.unit.connection_mock import Shared, post, refusing_cache, waiting_rev
 from tests.unit.helpers import pod, podgroup
 from webhook import config
 from webhook.cluster import cache as cache_module
-from webhook.cluster.view import ClusterUnavailable, Judgment, NeedsNetwork
+from webhook.view import ClusterUnavailable, Judgment, NeedsNetwork
 from webhook.server.admit import Later
 from webhook.server.app import State, build_admission
 

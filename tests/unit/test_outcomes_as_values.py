@@ -29,7 +29,7 @@ import os
 import pytest
 
 from webhook import cli, config as config_mod, engine, field, manifests
-from webhook.cluster.view import ClusterUnavailable, DisabledView, StaticView
+from webhook.view import ClusterUnavailable, DisabledView, StaticView
 from tests.unit import test_job_rules as jobs, test_operator_rules as operators, test_upstream_cases as upstream
 from tests.unit.helpers import config, pod, podgroup
 

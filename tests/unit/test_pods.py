@@ -3,7 +3,7 @@ import jsonpatch
 import pytest
 
 from webhook import engine
-from webhook.cluster.view import ClusterUnavailable, DisabledView, StaticView
+from webhook.view import ClusterUnavailable, DisabledView, StaticView
 from webhook.mutation.patch import apply
 from tests.unit.helpers import check, config, pod, podgroup
 

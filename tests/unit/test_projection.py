@@ -13,8 +13,8 @@ import yaml
 from webhook import engine
 from webhook.admission import review
 from webhook.cluster import projection
-from webhook.cluster.cache import Store
-from webhook.cluster.view import StaticView
+from webhook.cluster.store import PackedStore as Store
+from webhook.view import StaticView
 from tests.unit import test_pods
 from tests.unit.helpers import config, node_paths, pod, podgroup
 

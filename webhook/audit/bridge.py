@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 
 from webhook.bridge.dialects import ALL, BRIDGE_LABEL, BY_NAME
 from webhook.bridge.mirror import CURRENT, ours
+from webhook.cluster.api import Api, path
 from webhook.kinds import PODGROUP, SCHEDULING, metadata
 
 TIMEOUT = (5, 60)
@@ -43,33 +44,30 @@ def dependents(foreign: dict[str, list[dict]], mirrors: list[dict], bridge) -> l
     return sorted(out, key=lambda x: (x.namespace, x.name, x.dialect))
 
 
-def _list(api, group: str, version: str, plural: str, page_size: int, selector: str | None = None) -> list[dict] | None:
+def _list(api: Api, group: str, version: str, plural: str, page_size: int,
+          selector: str | None = None) -> list[dict] | None:
     """Every object of a resource (None: not served)."""
     from kubernetes.client.rest import ApiException
-    items, token = [], None
-    while True:
-        try:
-            page = api.list_cluster_custom_object(group, version, plural, limit=page_size, _continue=token,
-                                                  label_selector=selector, _request_timeout=TIMEOUT)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        items += [i for i in page.get("items") or [] if isinstance(i, dict)]
-        token = (page.get("metadata") or {}).get("continue")
-        if not token:
-            return items
+    items = []
+    try:
+        for page in api.pages(path(group, version, plural), {"labelSelector": selector}, page_size, TIMEOUT):
+            items += [i for i in page.get("items") or [] if isinstance(i, dict)]
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return items
 
 
 def read(api_client, page_size: int = 500) -> tuple[dict[str, list[dict]], list[dict], list[str]]:
     """(foreign PodGroups by dialect, the bridge's mirrors, what was not served)."""
-    from kubernetes import client
-    api = client.CustomObjectsApi(api_client)
+    from kubernetes.client.rest import ApiException
+    api = Api.of(api_client)
     foreign, skipped = {}, []
     for d in ALL:
         try:
             found = _list(api, d.group, d.version, d.plural, page_size)
-        except client.ApiException as exc:
+        except ApiException as exc:
             if exc.status != 403:
                 raise
             skipped.append(f"{d.resource}: forbidden (RBAC): jobs that depend on the bridge not listed")

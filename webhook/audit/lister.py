@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 from webhook import kinds
+from webhook.cluster.api import Api, path
 from webhook.config import Config
 
 TIMEOUT = (5, 60)
@@ -47,38 +48,25 @@ def controlled_by(item: dict, kind: str) -> bool:
 
 class Lister:
     def __init__(self, api_client, page_size: int = 500):
-        from kubernetes import client
-        self.api = client.CustomObjectsApi(api_client)
-        self.raw = api_client
+        self.api = Api.of(api_client)
         self.page_size = page_size
         self.skipped: list[str] = []
 
     def _served(self, group: str) -> tuple[str, ...]:
         """The group's versions from discovery (GET /apis/GROUP), preferred first."""
-        import json
-        from webhook.cluster.cache import raw_get
         try:
-            status, body = raw_get(self.raw, f"/apis/{group}", "application/json", TIMEOUT)
-            data = json.loads(body or b"{}") if status == 200 else {}
+            status, data = self.api.get(f"/apis/{group}", timeout=TIMEOUT)
         except Exception:               # not served, forbidden, unreachable: the resource is skipped and said so
             return ()
-        data = data if isinstance(data, dict) else {}
+        data = data if status == 200 else {}
         preferred = (data.get("preferredVersion") or {}).get("version")
         others = [v.get("version") for v in data.get("versions") or [] if isinstance(v, dict)]
         return tuple(dict.fromkeys(v for v in (preferred, *others) if isinstance(v, str) and v))
 
     def version(self, res: Resource) -> str | None:
         """The first version of the resource the cluster serves."""
-        from kubernetes.client.rest import ApiException
-        candidates = res.versions or self._served(res.group)
-        for v in candidates:
-            try:
-                self.api.list_cluster_custom_object(res.group, v, res.plural, limit=1, _request_timeout=TIMEOUT)
-                return v
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-        return None
+        return self.api.served_version(res.group, res.plural, res.versions or self._served(res.group),
+                                       timeout=TIMEOUT)
 
     def objects(self, res: Resource) -> Iterator[dict]:
         from kubernetes.client.rest import ApiException
@@ -93,19 +81,16 @@ class Lister:
         if version is None:
             self.skipped.append(f"{res.plural}.{res.group}: not served by this cluster")
             return
-        token, owned = None, 0
-        while True:
-            page = self.api.list_cluster_custom_object(res.group, version, res.plural, limit=self.page_size,
-                                                       _continue=token, _request_timeout=TIMEOUT)
+        owned = 0
+        for page in self.api.pages(path(res.group, version, res.plural), page_size=self.page_size, timeout=TIMEOUT):
             for item in page.get("items") or []:
+                if not isinstance(item, dict):
+                    continue
                 if res.owner and controlled_by(item, res.owner):
                     owned += 1
                     continue
                 item.setdefault("apiVersion", f"{res.group}/{version}")
                 item.setdefault("kind", res.kind)
                 yield item
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                break
         if owned:
             self.skipped.append(f"{res.plural}.{res.group}: {owned} controlled by a {res.owner}, judged through it")

@@ -63,38 +63,31 @@ def build(outcome: Outcome, fmt: Format, namespace: str) -> dict:
 
 def write(api_client, outcome: Outcome, fmt_name: str) -> list[str]:
     """Create or replace every report; delete this tool's reports where nothing was judged. Returns what it did."""
-    from kubernetes import client
     from kubernetes.client.rest import ApiException
+
+    from webhook.cluster.api import Api, path
     fmt = FORMATS[fmt_name]
-    api = client.CustomObjectsApi(api_client)
+    api = Api.of(api_client)
     done = []
     for ns in sorted(outcome.namespaces | {""}):
         body = build(outcome, fmt, ns)
         plural = fmt.plural if ns else fmt.cluster_plural
         try:
-            if ns:
-                current = api.get_namespaced_custom_object(fmt.group, fmt.version, ns, plural, NAME)
-            else:
-                current = api.get_cluster_custom_object(fmt.group, fmt.version, plural, NAME)
+            current = api.expect("GET", path(fmt.group, fmt.version, plural, ns or None, NAME))
             body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            if ns:
-                api.replace_namespaced_custom_object(fmt.group, fmt.version, ns, plural, NAME, body)
-            else:
-                api.replace_cluster_custom_object(fmt.group, fmt.version, plural, NAME, body)
+            api.expect("PUT", path(fmt.group, fmt.version, plural, ns or None, NAME), body)
             done.append(f"replaced {body['kind']} {ns + '/' if ns else ''}{NAME}")
         except ApiException as exc:
             if exc.status != 404:
                 raise
-            if ns:
-                api.create_namespaced_custom_object(fmt.group, fmt.version, ns, plural, body)
-            else:
-                api.create_cluster_custom_object(fmt.group, fmt.version, plural, body)
+            api.expect("POST", path(fmt.group, fmt.version, plural, ns or None), body)
             done.append(f"created {body['kind']} {ns + '/' if ns else ''}{NAME}")
     selector = ",".join(f"{k}={v}" for k, v in MANAGED.items())
-    stale = api.list_cluster_custom_object(fmt.group, fmt.version, fmt.plural, label_selector=selector)
-    for item in stale.get("items") or []:
+    stale = [item for page in api.pages(path(fmt.group, fmt.version, fmt.plural), {"labelSelector": selector})
+             for item in page.get("items") or [] if isinstance(item, dict)]
+    for item in stale:
         ns = item["metadata"].get("namespace") or ""
         if ns not in outcome.namespaces and item["metadata"]["name"] == NAME:
-            api.delete_namespaced_custom_object(fmt.group, fmt.version, ns, fmt.plural, NAME)
+            api.expect("DELETE", path(fmt.group, fmt.version, fmt.plural, ns, NAME))
             done.append(f"deleted {fmt.kind} {ns}/{NAME} (nothing left to report there)")
     return done

@@ -10,7 +10,8 @@ for Volcano are gang-scheduled by kube-scheduler, unchanged (docs/bridge.md).
                 mirror, the schedulerName hand-off (pure but for the bounded wait)
 - admission.py  the warnings on a foreign PodGroup's create
 - lease.py      one writer across replicas: a coordination.k8s.io/v1 Lease
-- watch.py      list + watch of one resource into a small store (410 relists)
+- watch.py      the store each watched resource is kept in (the list-and-watch loop is
+                webhook/cluster/watch.py, the service's one)
 - loop.py       the reconcile loop under the Lease (run in a process of its own:
                 webhook/server/bridge_process.py)
 """

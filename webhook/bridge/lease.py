@@ -5,13 +5,17 @@ on its own clock, so clocks need not agree).
 
 The kubernetes client's own leaderelection package builds its lock on the default
 client configuration, has no request timeouts and exits the process on bad settings;
-this one is ~100 lines on the ApiClient the bridge already has. `decide` is pure."""
+this one is ~100 lines on the API layer the bridge already has (webhook/cluster/api.py).
+`decide` is pure."""
 from __future__ import annotations
 
 import datetime
 import logging
 import time
 from dataclasses import dataclass
+from urllib.parse import quote
+
+from webhook.cluster.api import Api
 
 log = logging.getLogger("workload_webhook.bridge")
 TIMEOUT = (5, 10)
@@ -45,24 +49,29 @@ class _Seen:
 class Lease:
     def __init__(self, api_client, namespace: str, name: str, identity: str, duration: int = 15,
                  clock=time.monotonic):
-        self.api, self.namespace, self.name, self.identity = api_client, namespace, name, identity
+        self.api, self.namespace, self.name, self.identity = Api.of(api_client), namespace, name, identity
         self.duration, self.clock = duration, clock
         self._seen: _Seen | None = None
         self.held_since: float | None = None
 
-    def _coordination(self):
-        from kubernetes import client
-        return client.CoordinationV1Api(self.api)
+    def _path(self, name: str | None = None) -> str:
+        base = f"/apis/coordination.k8s.io/v1/namespaces/{quote(self.namespace, safe='')}/leases"
+        return f"{base}/{quote(name, safe='')}" if name else base
+
+    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+        """The answer's object; ApiException when it is not a success (404 and 409 included)."""
+        return self.api.expect(method, path, body, timeout=TIMEOUT)
+
+    def _read(self) -> dict:
+        return self._call("GET", self._path(self.name))
 
     def try_hold(self) -> bool:
         """One attempt to acquire or renew; True while this candidate holds the Lease.
         Any API error counts as not holding (the caller stops writing)."""
         from kubernetes.client.rest import ApiException
-        api = self._coordination()
         try:
             try:
-                lease = self.api.sanitize_for_serialization(
-                    api.read_namespaced_lease(self.name, self.namespace, _request_timeout=TIMEOUT))
+                lease = self._read()
             except ApiException as exc:
                 if exc.status != 404:
                     raise
@@ -79,15 +88,14 @@ class Lease:
             stamp = now_micro()
             mine = {"holderIdentity": self.identity, "leaseDurationSeconds": self.duration, "renewTime": stamp}
             if action == CREATE:
-                api.create_namespaced_lease(self.namespace, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                                                             "metadata": {"name": self.name},
-                                                             "spec": {**mine, "acquireTime": stamp}},
-                                            _request_timeout=TIMEOUT)
+                self._call("POST", self._path(), {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                                  "metadata": {"name": self.name},
+                                                  "spec": {**mine, "acquireTime": stamp}})
             else:
                 taken = action == TAKE
                 body = {**lease, "spec": {**spec, **mine, **({"acquireTime": stamp} if taken else {}),
                                           "leaseTransitions": int(spec.get("leaseTransitions") or 0) + int(taken)}}
-                api.replace_namespaced_lease(self.name, self.namespace, body, _request_timeout=TIMEOUT)
+                self._call("PUT", self._path(self.name), body)
             if self.held_since is None:
                 log.info("bridge: this replica (%s) holds Lease %s/%s", self.identity, self.namespace, self.name)
                 self.held_since = now
@@ -106,13 +114,11 @@ class Lease:
         from kubernetes.client.rest import ApiException
         if self.held_since is None:
             return
-        api = self._coordination()
         try:
-            lease = self.api.sanitize_for_serialization(
-                api.read_namespaced_lease(self.name, self.namespace, _request_timeout=TIMEOUT))
+            lease = self._read()
             if ((lease.get("spec") or {}).get("holderIdentity")) == self.identity:
                 lease["spec"] = {**lease["spec"], "holderIdentity": None, "leaseDurationSeconds": 1}
-                api.replace_namespaced_lease(self.name, self.namespace, lease, _request_timeout=TIMEOUT)
+                self._call("PUT", self._path(self.name), lease)
         except (ApiException, Exception):
             pass
         self.held_since = None

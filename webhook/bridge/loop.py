@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime
 import heapq
-import json
 import logging
 import os
 import socket
@@ -25,13 +24,17 @@ from webhook.bridge import mirror as mirror_mod
 from webhook.bridge import status as status_mod
 from webhook.bridge.dialects import BRIDGE_LABEL, BY_NAME, Dialect, enabled
 from webhook.bridge.lease import Lease
-from webhook.bridge.watch import Store, Watcher
+from webhook.bridge.watch import Store
+from webhook.cluster import events
+from webhook.cluster.api import Api, path
+from webhook.cluster.watch import ListWatch
 from webhook.kinds import PODGROUP, SCHEDULING
 
 log = logging.getLogger("workload_webhook.bridge")
 TIMEOUT = (5, 15)
 SA_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-COMPONENT = "workload-webhook-bridge"
+COMPONENT = "workload-webhook-bridge"     # the Events' reportingController
+ACTION = "Reconcile"
 
 
 def lease_namespace(configured: str, environ=os.environ, sa_file: str = SA_NAMESPACE) -> str:
@@ -120,10 +123,10 @@ class WorkQueue:
 
 class Bridge:
     def __init__(self, api_client, bridge_settings, identity: str | None = None, environ=os.environ):
-        self.api, self.settings = api_client, bridge_settings
+        self.api, self.settings = Api.of(api_client) if api_client is not None else None, bridge_settings
         self.dialects: tuple[Dialect, ...] = enabled(bridge_settings)
         self.identity = identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-        self.lease = Lease(api_client, lease_namespace(bridge_settings.leaseNamespace, environ),
+        self.lease = Lease(self.api, lease_namespace(bridge_settings.leaseNamespace, environ),
                            bridge_settings.leaseName, self.identity, bridge_settings.leaseDurationSeconds)
         self.queue = WorkQueue()
         self._said: set = set()
@@ -170,47 +173,33 @@ class Bridge:
     # -- reading and writing ------------------------------------------------------------
 
     def _request(self, method: str, path: str, body=None, content_type: str = "application/json"):
-        request = self.api.param_serialize(method, path, header_params={"Accept": "application/json",
-                                                                        "Content-Type": content_type},
-                                           body=body, auth_settings=["BearerToken"])
-        resp = self.api.call_api(*request, _request_timeout=TIMEOUT)
-        raw = resp.read() or b"{}"
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            data = {}
-        return resp.status, data if isinstance(data, dict) else {}
+        return self.api.call(method, path, body=body, content_type=content_type, timeout=TIMEOUT)
 
     def _scheduling_version(self) -> str:
         if self._version is None:
-            for v in PODGROUP.versions:
-                if self._request("GET", f"/apis/{SCHEDULING}/{v}/podgroups?limit=1")[0] == 200:
-                    self._version = v
-                    break
-            else:
+            self._version = self.api.served_version(SCHEDULING, PODGROUP.plural, PODGROUP.versions, timeout=TIMEOUT)
+            if self._version is None:
                 raise RuntimeError("the cluster serves no scheduling.k8s.io PodGroups (v1beta1, v1alpha3)")
         return self._version
 
     def _mirror_path(self, namespace: str, name: str | None = None) -> str:
-        base = f"/apis/{SCHEDULING}/{self._scheduling_version()}/namespaces/{namespace}/podgroups"
-        return f"{base}/{name}" if name else base
+        return path(SCHEDULING, self._scheduling_version(), PODGROUP.plural, namespace, name)
 
     def _event(self, d: Dialect, foreign: dict, reason: str, message: str, warning: bool) -> None:
         meta = foreign.get("metadata") or {}
         memo = (meta.get("uid"), reason, message)
         if memo in self._said:
             return
-        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = {"apiVersion": "v1", "kind": "Event",
-                "metadata": {"generateName": f"{meta.get('name')}.", "namespace": meta.get("namespace")},
-                "involvedObject": {"apiVersion": d.api_version, "kind": d.kind, "name": meta.get("name"),
-                                   "namespace": meta.get("namespace"), "uid": meta.get("uid")},
-                "reason": reason, "message": message[:1024], "type": "Warning" if warning else "Normal",
-                "source": {"component": COMPONENT}, "firstTimestamp": now, "lastTimestamp": now, "count": 1}
-        code, answer = self._request("POST", f"/api/v1/namespaces/{meta.get('namespace')}/events", body)
-        if code not in (200, 201):
-            log.warning("bridge: event %s on %s %s/%s not recorded: %s %s", reason, d.title, meta.get("namespace"),
-                        meta.get("name"), code, answer.get("message", ""))
+        regarding = {"apiVersion": d.api_version, "kind": d.kind, "name": meta.get("name"),
+                     "namespace": meta.get("namespace"), "uid": meta.get("uid")}
+        event = events.regarding_event(regarding, reason, message, warning, ACTION, COMPONENT, self.identity,
+                                       datetime.datetime.now(datetime.timezone.utc),
+                                       f"{time.time_ns():x}{os.getpid() & 0xffff:04x}")
+        try:
+            events.write(self.api, event["metadata"]["namespace"], event, timeout=TIMEOUT[1])
+        except Exception as exc:               # refused (RBAC, a terminating namespace) or no answer
+            log.warning("bridge: event %s on %s %s/%s not recorded: %s", reason, d.title, meta.get("namespace"),
+                        meta.get("name"), events.failure_reason(exc))
             return
         if len(self._said) > 10_000:
             self._said.clear()
@@ -277,12 +266,15 @@ class Bridge:
 
     # -- running ------------------------------------------------------------------------
 
-    def _watchers(self) -> list[Watcher]:
-        out = [Watcher(self.api, f"/apis/{d.group}/{d.version}/{d.plural}", self.foreign[d.name])
-               for d in self.dialects]
-        out.append(Watcher(self.api, f"/apis/{SCHEDULING}/{self._scheduling_version()}/podgroups", self.mirrors,
-                           label_selector=BRIDGE_LABEL))
-        out.append(Watcher(self.api, "/api/v1/pods", self.pods, label_selector=BRIDGE_LABEL))
+    def _watchers(self) -> list[ListWatch]:
+        """One list-and-watch per store (webhook/cluster/watch.py): the foreign PodGroups of each
+        dialect, the mirrors and the Pods it joined (both by the bridge's label)."""
+        def watching(collection: str, store: Store, selector: str | None = None) -> ListWatch:
+            return ListWatch(self.api, collection, store, selector=selector, name=f"bridge-watch{collection}",
+                             logger=log, label=f"bridge {collection}")
+        out = [watching(path(d.group, d.version, d.plural), self.foreign[d.name]) for d in self.dialects]
+        out.append(watching(path(SCHEDULING, self._scheduling_version(), PODGROUP.plural), self.mirrors, BRIDGE_LABEL))
+        out.append(watching(path("", "v1", "pods"), self.pods, BRIDGE_LABEL))
         return out
 
     def _work(self, lost: threading.Event) -> None:

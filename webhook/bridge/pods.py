@@ -71,7 +71,7 @@ def await_mirror(view, namespace: str, name: str, timeout: float,
     """The lookup of the mirror, once it appeared or the wait of at most `timeout` ended (a
     live cluster only: None with a view that is not, which is not asked; an unavailable
     cluster ends the wait). In the server's event loop the first miss raises NeedsNetwork,
-    and the wait runs in the lookup pool (webhook/cluster/view.py)."""
+    and the wait runs in the lookup pool (webhook/view.py)."""
     if not getattr(view, "authoritative", False):
         return None
     deadline = clock() + timeout

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from webhook.cluster.view import ClusterUnavailable
+from webhook.view import ClusterUnavailable
 
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 HOME_KUBECONFIG = os.path.join("~", ".kube", "config")

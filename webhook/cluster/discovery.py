@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Iterable, Mapping
 
-from webhook.cluster.cache import raw_get
+from webhook.cluster.api import Api
 from webhook.targets import Target, UnknownResource, offline_resources
 
 Served = dict[tuple[str, str], "dict[str, str] | None"]
@@ -36,7 +36,7 @@ def from_crds(docs: Iterable[dict]) -> Served:
 
 
 def _json(api, path: str) -> dict | None:
-    status, body = raw_get(api, path, "application/json", TIMEOUT)
+    status, body = Api.of(api).raw("GET", path, timeout=TIMEOUT)
     if status == 404:
         return None
     if status != 200:

@@ -22,6 +22,7 @@ import socket
 import threading
 import time
 from typing import Callable
+from urllib.parse import quote
 
 from webhook import formats, metrics
 
@@ -147,8 +148,7 @@ class Recorder:
                 metrics.EVENTS_WRITTEN.inc()
             except Exception as exc:         # refused (RBAC, a terminating namespace) or no answer
                 self._dropped["failed"].inc()
-                status = getattr(exc, "status", None)
-                why = f"{status} {getattr(exc, 'reason', '') or ''}".strip() if status else type(exc).__name__
+                why = failure_reason(exc)
                 # Once per kind of failure at warning (a missing RBAC rule fails every Event alike).
                 level = logging.DEBUG if why == self._last_failure else logging.WARNING
                 self._last_failure = why
@@ -162,11 +162,42 @@ class Recorder:
             self._thread.join(timeout)
 
 
+def write(api, namespace: str, event: dict, timeout: float = WRITE_TIMEOUT) -> None:
+    """The service's one Event writer: POST an events.k8s.io/v1 Event (the admission
+    Recorder's thread and the bridge both write through it). Raises the client's
+    ApiException when the API server refuses it, its transport's error when none answers."""
+    from webhook.cluster.api import Api, error
+    reply = Api.of(api).send("POST", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events",
+                             body=event, timeout=timeout)
+    body = reply.read()
+    if reply.status not in (200, 201):
+        raise error(reply.status, reply.reason, body)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why an Event was not written, in a few words: the answer's status, else the error's kind."""
+    status = getattr(exc, "status", None)
+    return f"{status} {getattr(exc, 'reason', '') or ''}".strip() if status else type(exc).__name__
+
+
+def regarding_event(regarding: dict, reason: str, note: str, warning: bool, action: str, controller: str,
+                    instance: str, now: dt.datetime, suffix: str) -> dict:
+    """An events.k8s.io/v1 Event about `regarding` (apiVersion, kind, name, namespace, uid) by
+    `controller` (a qualified name), every value bounded; its namespace is the object's."""
+    name = _text(regarding.get("name"), MAX_NAME)
+    prefix = name if name and len(name) <= MAX_NAME - 40 and not formats.dns_subdomain(name) else controller
+    return {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": f"{prefix}.{suffix}", "namespace": regarding.get("namespace") or "default"},
+            "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "type": "Warning" if warning else "Normal", "reason": reason[:128], "action": action[:128],
+            "reportingController": controller, "reportingInstance": instance[:128],
+            "regarding": {k: v for k, v in regarding.items() if v}, "note": _note(note)}
+
+
 def api_writer(api_client) -> Callable[[str, dict], None]:
-    def write(namespace: str, event: dict) -> None:
-        from kubernetes import client
-        client.EventsV1Api(api_client).create_namespaced_event(namespace, event, _request_timeout=WRITE_TIMEOUT)
-    return write
+    def writer(namespace: str, event: dict) -> None:
+        write(api_client, namespace, event)
+    return writer
 
 
 def recorder(settings, view) -> Recorder | None:

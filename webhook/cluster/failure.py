@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import ssl
 
-from webhook.cluster.view import ClusterUnavailable
+from webhook.view import ClusterUnavailable
 
 MAX_REASON = 300
 

@@ -41,9 +41,9 @@ def from_metrics(text: str) -> dict[str, bool]:
 
 def read_gates(api, timeout: float = 10) -> tuple[dict[str, bool] | None, str]:
     """(the API server's gates, or None when its /metrics cannot be read; why not, in one line)."""
-    from webhook.cluster.cache import raw_get
+    from webhook.cluster.api import Api
     try:
-        status, body = raw_get(api, "/metrics", "text/plain", timeout)
+        status, body = Api.of(api).raw("GET", "/metrics", accept="text/plain", timeout=timeout)
         if status != 200:
             raise RuntimeError(f"HTTP {status}")
     except Exception as exc:          # 403 without the RBAC rule, an unreachable server, ...

@@ -76,14 +76,12 @@ def listed_once(mode: str, kubeconfig: str | None, deadline: float = DEADLINE) -
 
 
 def _list(mode: str, kubeconfig: str | None) -> bytes | None:
-    from kubernetes import client
     from webhook.cluster.cache import Informer, api_client
     api = api_client(mode, kubeconfig)
     if api is None:
         return None
-    inf = Informer(client.CustomObjectsApi(api), kinds.PODGROUP.plural, kinds.PODGROUP.versions)
-    inf.version = inf._discover()
-    inf._list()
+    inf = Informer(api, kinds.PODGROUP.plural, kinds.PODGROUP.versions)
+    inf.list()
     return marshal.dumps((FORMAT, {inf.plural: (inf.version, inf.store.resource_version, inf.store.objects)}))
 
 

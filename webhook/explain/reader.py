@@ -8,11 +8,11 @@ said in `problems`, never fatal unless it is the asked object itself. A server
 that cannot be asked at all (unreachable, TLS, 401) is a ClusterError."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
+from webhook.cluster.api import Api, decode, path
+from webhook.view import ClusterUnavailable
 from webhook.explain import foreign
 
 TIMEOUT = (5, 30)
@@ -65,9 +65,7 @@ def target_kinds(cfg, served_as: dict[str, str] | None = None) -> list[Kind]:
 
 
 def _path(kind: Kind, version: str, namespace: str | None, name: str | None = None) -> str:
-    base = f"/api/{version}" if not kind.group else f"/apis/{kind.group}/{version}"
-    ns = f"/namespaces/{quote(namespace, safe='')}" if namespace else ""
-    return f"{base}{ns}/{kind.plural}" + (f"/{quote(name, safe='')}" if name else "")
+    return path(kind.group, version, kind.plural, namespace, name)
 
 
 @dataclass
@@ -76,72 +74,83 @@ class Reader:
     problems: list[str] = field(default_factory=list)
     _versions: dict[str, str | None] = field(default_factory=dict)
 
+    def __post_init__(self):
+        self.layer = Api.of(self.api)
+
+    def _cluster_error(self, exc: BaseException) -> ClusterError:
+        from webhook.cluster import failure
+        return ClusterError(failure.line(failure.server_of(self.api), exc))
+
+    def _refused(self, status: int, body: bytes | None) -> None:
+        """Refused credentials: nothing else will be read either."""
+        if status == 401:
+            from webhook.cluster.api import error
+            raise self._cluster_error(error(401, "Unauthorized", body))
+
     def _get(self, path: str, query: dict | None = None) -> tuple[int, dict]:
         """(status, the object or the error's Status); ClusterError when nothing answered or the
         credentials were refused."""
         from kubernetes.client.rest import ApiException
-
-        from webhook.cluster import failure
-        request = self.api.param_serialize("GET", path, query_params=list((query or {}).items()),
-                                           header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
         try:
-            resp = self.api.call_api(*request, _request_timeout=TIMEOUT)
-            body = resp.read() or b"{}"
-            status = resp.status
+            reply = self.layer.send("GET", path, query, timeout=TIMEOUT)
+            body, status = reply.read(), reply.status
         except ApiException as exc:
             if not exc.status:            # the client's wrapping of a TLS failure
-                raise ClusterError(failure.line(failure.server_of(self.api), exc)) from None
+                raise self._cluster_error(exc) from None
             body, status = exc.body or b"{}", exc.status
         except Exception as exc:       # unreachable, TLS, timeout: said once, as the cluster's problem
-            raise ClusterError(failure.line(failure.server_of(self.api), exc)) from None
-        if status == 401:                 # refused credentials: nothing else will be read either
-            raise ClusterError(failure.line(failure.server_of(self.api),
-                                            ApiException(status=401, reason="Unauthorized", body=body)))
-        try:
-            data = json.loads(body)
-        except (TypeError, ValueError):
-            data = {}
-        return status, data if isinstance(data, dict) else {}
+            raise self._cluster_error(exc) from None
+        self._refused(status, body)
+        return status, decode(body)
 
     def version(self, kind: Kind, namespace: str) -> str | None:
-        """The first of the kind's versions this cluster serves (a LIST of one item)."""
+        """The first of the kind's versions this cluster serves (webhook/cluster/api.py: a LIST of one item)."""
+        from kubernetes.client.rest import ApiException
         key = f"{kind.plural}.{kind.group}"
         if key not in self._versions:
-            self._versions[key] = None
-            for v in kind.versions:
-                status, _ = self._get(_path(kind, v, namespace), {"limit": 1})
-                if status == 200:
-                    self._versions[key] = v
-                    break
-                if status == 403:
-                    self.problems.append(f"{key}: forbidden (RBAC): not read")
-                    break
-            else:
+            try:
+                self._versions[key] = self.layer.served_version(kind.group, kind.plural, kind.versions, namespace,
+                                                                TIMEOUT)
+            except ApiException as exc:
+                if not exc.status:
+                    raise self._cluster_error(exc) from None
+                self._refused(exc.status, exc.body)
+                self._versions[key] = None
+                self.problems.append(f"{key}: forbidden (RBAC): not read" if exc.status == 403 else
+                                     f"{key}: HTTP {exc.status}: not read")
+                return None
+            except Exception as exc:
+                raise self._cluster_error(exc) from None
+            if self._versions[key] is None:
                 self.problems.append(f"{key}: not served by this cluster")
         return self._versions[key]
 
     def list(self, kind: Kind, namespace: str, **query) -> list[dict]:
+        from kubernetes.client.rest import ApiException
         version = self.version(kind, namespace)
         if version is None:
             return []
-        items, token = [], None
-        while True:
-            q = {"limit": PAGE, **query, **({"continue": token} if token else {})}
-            status, page = self._get(_path(kind, version, namespace), q)
-            if status != 200:
-                self.problems.append(f"{kind.plural}.{kind.group}: HTTP {status}: list cut short")
-                return items
-            for item in page.get("items") or []:
-                if isinstance(item, dict):
-                    item.setdefault("apiVersion", f"{kind.group}/{version}" if kind.group else version)
-                    item.setdefault("kind", kind.kind)
-                    items.append(item)
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return items
-            if len(items) >= MAX_ITEMS:
-                self.problems.append(f"{kind.plural}.{kind.group}: more than {MAX_ITEMS} in {namespace}: cut")
-                return items
+        items = []
+        try:
+            for page in self.layer.pages(_path(kind, version, namespace), query, PAGE, TIMEOUT):
+                for item in page.get("items") or []:
+                    if isinstance(item, dict):
+                        item.setdefault("apiVersion", f"{kind.group}/{version}" if kind.group else version)
+                        item.setdefault("kind", kind.kind)
+                        items.append(item)
+                if len(items) >= MAX_ITEMS and (page.get("metadata") or {}).get("continue"):
+                    self.problems.append(f"{kind.plural}.{kind.group}: more than {MAX_ITEMS} in {namespace}: cut")
+                    break
+        except ApiException as exc:
+            if not exc.status:
+                raise self._cluster_error(exc) from None
+            self._refused(exc.status, exc.body)
+            self.problems.append(f"{kind.plural}.{kind.group}: HTTP {exc.status}: list cut short")
+        except ClusterUnavailable as exc:          # the LIST's deadline
+            self.problems.append(f"{kind.plural}.{kind.group}: {exc}: list cut short")
+        except Exception as exc:
+            raise self._cluster_error(exc) from None
+        return items
 
     def get(self, kind: Kind, namespace: str, name: str, asked: bool = False) -> dict | None:
         """`asked`: the object explain was asked for, whose 403 is a ClusterError, not a note."""

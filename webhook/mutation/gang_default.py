@@ -19,7 +19,7 @@ from typing import Any
 
 from webhook.blocks import policy
 from webhook.blocks.common import INT32_MAX
-from webhook.cluster.view import ClusterUnavailable, ClusterView
+from webhook.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
 from webhook.field import FieldError
 from webhook.mutation import additions, patch

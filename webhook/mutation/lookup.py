@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-from webhook.cluster.view import ClusterUnavailable, ClusterView
+from webhook.view import ClusterUnavailable, ClusterView
 from webhook.field import FieldError, FieldWarning, Path, by_rule, forbidden, invalid, warning
 from webhook.schemas import structural_errors
 

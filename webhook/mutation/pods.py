@@ -11,7 +11,7 @@ from typing import Any, Callable, NamedTuple
 from webhook import formats
 from webhook.blocks import claims
 from webhook.bridge import pods as bridge
-from webhook.cluster.view import ClusterView
+from webhook.view import ClusterView
 from webhook.config import Config
 from webhook.field import FieldError, FieldWarning, Path, by_rule, invalid, warning
 from webhook.verdict import Verdict

@@ -5,7 +5,7 @@ from __future__ import annotations
 from webhook import formats
 from webhook.blocks import claims, disruption, policy
 from webhook.blocks.common import same
-from webhook.cluster.view import ClusterUnavailable, ClusterView
+from webhook.view import ClusterUnavailable, ClusterView
 from webhook.config import Config
 from webhook.field import FieldError, FieldWarning, Path, by_rule, duplicate, invalid, mirrors, too_many, warning
 from webhook.verdict import Verdict

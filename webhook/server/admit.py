@@ -7,7 +7,7 @@ outcome is one response built here: 200 with the AdmissionReview, or a 4xx
 with a one-line reason for a body that is not one.
 
 Where a review is judged is decided here, once. `answer` runs in the event
-loop and judges at once in a Judgment that may not wait (webhook/cluster/view.py):
+loop and judges at once in a Judgment that may not wait (webhook/view.py):
 a view call declared `blocking` raises NeedsNetwork there before it asks the
 API server, and the review comes back as `Later`, which the connection runs in
 the worker's lookup pool; it judges again there only while the client still
@@ -22,7 +22,7 @@ from typing import Any, Callable
 from webhook import engine, kinds, metrics
 from webhook.admission import review
 from webhook.cluster import events
-from webhook.cluster.view import Judgment, NeedsNetwork
+from webhook.view import Judgment, NeedsNetwork
 from webhook.server import response
 from webhook.server.logs import bounded, enforced, request_fields
 

@@ -11,7 +11,7 @@ from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
 from webhook import kinds
-from webhook.cluster.view import ClusterView
+from webhook.view import ClusterView
 from webhook.config import Config
 from webhook import metrics
 from webhook.server.admit import Admission

@@ -30,7 +30,7 @@ MAX_BACKOFF = 60.0
 def main(argv: list[str] | None = None) -> int:
     from webhook.bridge.loop import Bridge
     from webhook.cluster.cache import api_client
-    from webhook.cluster.view import ClusterUnavailable
+    from webhook.view import ClusterUnavailable
     from webhook.config import BridgeSettings
     from webhook.server import logs
     p = argparse.ArgumentParser(prog="python3 -m webhook.server.bridge_process")

@@ -140,7 +140,7 @@ class WebhookServer(BaseApplication):
     def load(self):
         """Runs in each worker after the fork: threads (watch caches) start here."""
         from webhook.cluster.cache import connect
-        from webhook.cluster.view import ClusterUnavailable, DisabledView
+        from webhook.view import ClusterUnavailable, DisabledView
         from webhook.server import logs
         from webhook.server.app import State, build_admission
         s = self.launch.config.server

@@ -16,7 +16,7 @@ import sys
 
 from webhook import collector, crd_fields, engine, manifests
 from webhook.validate import coverage, parallel_judging
-from webhook.cluster.view import StaticView
+from webhook.view import StaticView
 from webhook.command_input import (EXIT_OK, EXIT_USAGE, label, load, load_config, package_version,
                                    profile as parse_profile)
 from webhook.field import ROOT, invalid
