@@ -113,13 +113,40 @@ def test_rfc9112_3_2_2_an_absolute_form_target_is_served_by_its_path():
 
 # --- §6: message body framing --------------------------------------------------------
 
-def test_rfc9112_6_1_a_transfer_coding_other_than_chunked_is_a_501():
+CODED_HEAD = b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+
+
+@pytest.mark.parametrize("codings", [b"Transfer-Encoding: gzip\r\n", b"Transfer-Encoding: identity\r\n",
+                                     b"Transfer-Encoding: chunked, gzip\r\n",
+                                     b"Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n",
+                                     b"Transfer-Encoding: gzip, chunked, gzip\r\n"],
+                         ids=["gzip", "identity", "chunked then gzip", "two field lines", "gzip around chunked"])
+def test_rfc9112_6_3_a_request_whose_last_transfer_coding_is_not_chunked_is_a_400_and_close(codings):
     conn, t = connected()
-    body = review_body()
-    conn.data_received(b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                       b"Transfer-Encoding: gzip, chunked\r\n\r\n" + chunked(body))
+    before, malformed = refused("transfer_coding"), refused("malformed")
+    conn.data_received(CODED_HEAD + codings + b"\r\n" + chunked(review_body()) + get())
+    answer = only_answer(t)             # its body's length cannot be known: nothing after the head is read
+    assert answer.status == 400 and "Transfer-Encoding" in answer.json()["error"], answer.body
+    assert answer.header("connection") == "close" and t.closed
+    assert refused("transfer_coding") == before + 1 and refused("malformed") == malformed
+
+
+@pytest.mark.parametrize("codings", [b"Transfer-Encoding: gzip, chunked\r\n",
+                                     b"Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n"],
+                         ids=["one field line", "two field lines"])
+def test_rfc9112_6_1_a_coding_before_chunked_is_a_501(codings):
+    conn, t = connected()
+    before = refused("transfer_coding")
+    conn.data_received(CODED_HEAD + codings + b"\r\n" + chunked(review_body()))
     answer = only_answer(t)
     assert answer.status == 501 and "gzip" in answer.json()["error"] and t.closed
+    assert refused("transfer_coding") == before + 1
+
+
+def test_rfc9112_7_chunked_with_parameters_is_a_400():
+    conn, t = connected()
+    conn.data_received(CODED_HEAD + b"Transfer-Encoding: chunked;x=1\r\n\r\n" + chunked(review_body()))
+    assert only_answer(t).status == 400 and t.closed
 
 
 def test_rfc9112_6_1_transfer_encoding_in_an_http_1_0_request_is_faulty_framing():
