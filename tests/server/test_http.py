@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
+import time
 
 import pytest
 
@@ -139,3 +141,45 @@ def test_bytes_after_a_connection_close_request_leave_its_answer_alone(server):
     s.close()
     assert [a[0] for a in answers] == [200]
     assert json.loads(answers[0][2])["response"]["uid"] == "closing" and answers[0][1]["connection"] == "close"
+
+
+def _big_head(size: int) -> bytes:
+    return (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % size)
+
+
+def test_a_client_that_keeps_sending_its_body_after_the_413_reads_the_413(server):
+    """A client that writes its whole body before it reads (http.client, requests): the
+    413 comes after 4 x maxBodyBytes, the rest is dropped by the lingering close
+    (RFC 9112 §9.6), so the client's writes all go through and it reads its answer."""
+    size, piece = 16 * 1024 * 1024, b" " * 65536
+    s = _tls(server)
+    s.settimeout(20)
+    s.sendall(_big_head(size))
+    for _ in range(size // len(piece)):
+        s.sendall(piece)                # a reset here is what the linger prevents
+    answers = read_answers(s, 1)
+    assert answers[0][0] == 413 and "server.maxBodyBytes" in json.loads(answers[0][2])["error"]
+    assert answers[0][1]["connection"] == "close"
+    assert s.recv(10) == b""            # the server's close, once the client is done
+    s.close()
+
+
+def test_a_client_that_never_stops_sending_is_cut_off_at_the_linger_bound(server):
+    from webhook.server.connection import LINGER_SECONDS
+    piece = b" " * 65536
+    s = _tls(server)
+    s.settimeout(20)
+    s.sendall(_big_head(1 << 40))
+    started, cut = time.monotonic(), None
+    while time.monotonic() - started < 60:
+        try:
+            s.sendall(piece)
+        except (OSError, ssl.SSLError) as exc:
+            cut = exc
+            break
+    elapsed = time.monotonic() - started
+    assert cut is not None and elapsed < LINGER_SECONDS + 10, (cut, elapsed)
+    answers = read_answers(s, 1)        # its answer came before the cut, and is still there to read
+    s.close()
+    assert answers and answers[0][0] == 413
