@@ -74,6 +74,14 @@ def _closed_by_server(sock: socket.socket, within: float) -> bool:
         return True
 
 
+def _wait_for(done, what: str, timeout: float = 30) -> None:
+    """Until `done()`: the state a step needs, never a fixed sleep."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"waited {timeout} s for {what}"
+        time.sleep(0.02)
+
+
 def _steady_client(server: Server, count: int) -> tuple[list[float], list[str]]:
     """`count` keep-alive /validate calls; each must be answered within the client timeout."""
     latencies, failures = [], []
@@ -282,7 +290,7 @@ def test_sigterm_under_load_loses_no_accepted_connection(tmp_path):
     threads = [threading.Thread(target=client, daemon=True) for _ in range(6)]
     for t in threads:
         t.start()
-    time.sleep(1.5)
+    _wait_for(lambda: len(answered) > 10 or lost, "the load to get going")
     before = len(answered)
     os.killpg(server.proc.pid, signal.SIGTERM)
     for t in threads:
@@ -320,7 +328,7 @@ def test_sigterm_answers_every_request_sent_on_a_kept_alive_connection(tmp_path)
     big = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                       "request": admission_request(big_obj)}).encode()
     sigterm_at, lock = [0.0], threading.Lock()
-    sent_after, closed_answers, lost = [], [], []
+    sent_after, closed_answers, lost, answered = [], [], [], {}
 
     def client(body: bytes, pause: float) -> None:
         request = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
@@ -343,6 +351,8 @@ def test_sigterm_answers_every_request_sent_on_a_kept_alive_connection(tmp_path)
                     lost.append((after, answer and answer[0]))
                 elif after:
                     sent_after.append(1)
+                else:
+                    answered[threading.get_ident()] = answered.get(threading.get_ident(), 0) + 1
                 if answer is not None and answer[1].get("connection") == "close":
                     closed_answers.append(after)
             if answer is None or answer[1].get("connection") == "close":
@@ -356,7 +366,11 @@ def test_sigterm_answers_every_request_sent_on_a_kept_alive_connection(tmp_path)
     threads += [threading.Thread(target=client, args=(big, 0.05), daemon=True) for _ in range(2)]
     for t in threads:
         t.start()
-    time.sleep(1.5)
+    # Every client mid-stream: each has had answers on its connection (the big ones too).
+    def every_client_answered() -> bool:
+        with lock:
+            return bool(lost) or (len(answered) == len(threads) and min(answered.values()) >= 3)
+    _wait_for(every_client_answered, "every client to be answered")
     sigterm_at[0] = time.monotonic()
     os.killpg(server.proc.pid, signal.SIGTERM)
     for t in threads:
