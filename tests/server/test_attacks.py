@@ -82,11 +82,18 @@ def _wait_for(done, what: str, timeout: float = 30) -> None:
         time.sleep(0.02)
 
 
-def _steady_client(server: Server, count: int) -> tuple[list[float], list[str]]:
-    """`count` keep-alive /validate calls; each must be answered within the client timeout."""
+def _steady_client(server: Server, count: int, kept_alive=None) -> tuple[list[float], list[str]]:
+    """`count` keep-alive /validate calls; each must be answered within the client timeout.
+    `kept_alive` is used once a second meanwhile, so it never idles out (--idle-timeout)."""
     latencies, failures = [], []
     conn = server.connection(timeout=5)
+    used = time.monotonic()
     for i in range(count):
+        if kept_alive is not None and time.monotonic() - used > 1:
+            status, _ = server.review("/validate", admission_request(podgroup(), uid=f"k{i}"), conn=kept_alive)
+            used = time.monotonic()
+            if status != 200:
+                failures.append(f"kept alive: status {status}")
         started = time.perf_counter()
         try:
             status, body = server.review("/validate", admission_request(podgroup(), uid=f"u{i}"), conn=conn)
@@ -121,7 +128,7 @@ def test_stalled_connections_of_every_kind_do_not_stop_admission(bounded_server)
     slow = SlowHeaders([_tls(server) for _ in range(STALLED_PER_KIND)])
     slow.thread.start()
     try:
-        latencies, failures = _steady_client(server, 300)
+        latencies, failures = _steady_client(server, 300, kept_alive)
         status, body = server.review("/validate", admission_request(podgroup()), conn=kept_alive)
         health = server.get("/healthz")[0]
     finally:
