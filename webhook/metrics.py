@@ -34,7 +34,7 @@ VIOLATIONS = Counter("workload_webhook_violations_total",
 REJECTED_INPUT = Counter("workload_webhook_rejected_input_total", "Requests refused before judging (4xx)", ["reason"])
 REJECTED_REASONS = ("malformed",)          # a body over the limit is the HTTP layer's (body_too_large)
 # Every reason a connection refuses a request with (webhook/server/request.py, connection.py).
-HTTP_REFUSAL_REASONS = ("malformed", "head_too_large", "host", "framing", "expectation", "upgrade",
+HTTP_REFUSAL_REASONS = ("malformed", "head_too_large", "host", "framing", "transfer_coding", "expectation", "upgrade",
                         "trailers_too_large", "body_too_large", "incomplete", "head_timeout", "body_timeout", "busy")
 HTTP_REFUSED = Counter("workload_webhook_http_refused_total",
                        "Requests the HTTP layer refused (4xx/5xx, then the connection closes), by reason", ["reason"])

@@ -64,8 +64,14 @@ class Server:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"serve exited with {self.proc.returncode}:\n{self.log()}")
                 if os.path.exists(os.path.join(self.cert_dir, "ca.crt")):
-                    try:    # a short timeout: the port may be another process's that never answers
-                        status, _, _ = self.get("/healthz", conn=self.connection(timeout=1))
+                    try:    # a short timeout to connect: the port may be another process's that never answers;
+                        # ours may be slow to answer on a busy machine, and a client that gave up mid-request
+                        # would be counted (a dropped handshake, a refusal) before the test looks
+                        probe = self.connection(timeout=1)
+                        probe.connect()
+                        probe.sock.settimeout(10)
+                        status, _, _ = self.get("/healthz", conn=probe)
+                        probe.close()
                         if status == 200:
                             return self
                     except (OSError, ssl.SSLError, http.client.HTTPException):

@@ -74,6 +74,42 @@ def _closed_by_server(sock: socket.socket, within: float) -> bool:
         return True
 
 
+def _wait_for(done, what: str, timeout: float = 30) -> None:
+    """Until `done()`: the state a step needs, never a fixed sleep."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"waited {timeout} s for {what}"
+        time.sleep(0.02)
+
+
+class KeptAlive:
+    """A client that was connected before the attack: one call on its connection every
+    half second (so that it never idles out, --idle-timeout), each must be answered."""
+
+    def __init__(self, server: Server):
+        self.server, self.conn, self.stop = server, server.connection(timeout=5), threading.Event()
+        self.statuses: list = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.5):
+            try:
+                status, _ = self.server.review("/validate", admission_request(podgroup()), conn=self.conn)
+            except (OSError, ssl.SSLError, ValueError) as exc:
+                status = repr(exc)
+            self.statuses.append(status)
+
+    def __enter__(self) -> "KeptAlive":
+        assert self.server.review("/validate", admission_request(podgroup()), conn=self.conn)[0] == 200
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        self.conn.close()
+
+
 def _steady_client(server: Server, count: int) -> tuple[list[float], list[str]]:
     """`count` keep-alive /validate calls; each must be answered within the client timeout."""
     latencies, failures = [], []
@@ -102,36 +138,35 @@ def bounded_server(tmp_path):
 
 def test_stalled_connections_of_every_kind_do_not_stop_admission(bounded_server):
     server = bounded_server
-    kept_alive = server.connection(timeout=5)      # a client that was already connected
-    assert server.review("/validate", admission_request(podgroup()), conn=kept_alive)[0] == 200
-
-    silent = [_tcp(server) for _ in range(STALLED_PER_KIND)]
-    half_hello = [_tcp(server) for _ in range(STALLED_PER_KIND)]
-    for s in half_hello:
-        s.sendall(HALF_CLIENT_HELLO)
-    idle_tls = [_tls(server) for _ in range(STALLED_PER_KIND)]
-    slow = SlowHeaders([_tls(server) for _ in range(STALLED_PER_KIND)])
-    slow.thread.start()
-    try:
-        latencies, failures = _steady_client(server, 300)
-        status, body = server.review("/validate", admission_request(podgroup()), conn=kept_alive)
-        health = server.get("/healthz")[0]
-    finally:
-        slow.stop.set()
-        slow.thread.join(5)
+    with KeptAlive(server) as kept_alive:           # a client that was already connected
+        silent = [_tcp(server) for _ in range(STALLED_PER_KIND)]
+        half_hello = [_tcp(server) for _ in range(STALLED_PER_KIND)]
+        for s in half_hello:
+            s.sendall(HALF_CLIENT_HELLO)
+        idle_tls = [_tls(server) for _ in range(STALLED_PER_KIND)]
+        slow = SlowHeaders([_tls(server) for _ in range(STALLED_PER_KIND)])
+        slow.thread.start()
+        try:
+            latencies, failures = _steady_client(server, 300)
+            calls = len(kept_alive.statuses)
+            _wait_for(lambda: len(kept_alive.statuses) > calls, "a call of the kept-alive client after the load")
+            health = server.get("/healthz")[0]
+        finally:
+            slow.stop.set()
+            slow.thread.join(5)
     assert failures == [], failures[:5]
-    assert (status, health) == (200, 200)
+    assert kept_alive.statuses and set(kept_alive.statuses) == {200}, kept_alive.statuses
+    assert health == 200
     latencies.sort()
     print(f"\n{4 * STALLED_PER_KIND} stalled connections held; 300 /validate calls: "
           f"p50 {statistics.median(latencies) * 1000:.1f} ms, p99 {latencies[296] * 1000:.1f} ms, "
-          f"max {latencies[-1] * 1000:.1f} ms")
+          f"max {latencies[-1] * 1000:.1f} ms; the kept-alive client answered {len(kept_alive.statuses)} times")
     # The server frees every stalled connection itself: handshake 3 s, head/idle 4 s.
     for group in (silent, half_hello, idle_tls, slow.socks):
         assert all(_closed_by_server(s, within=15) for s in group[:20])
     for group in (silent, half_hello, idle_tls, slow.socks):
         for s in group:
             s.close()
-    kept_alive.close()
 
 
 def _raw_request(server: Server, head: bytes, body_parts: list[bytes], read_timeout: float = 10) -> tuple[int, bytes]:
@@ -282,7 +317,7 @@ def test_sigterm_under_load_loses_no_accepted_connection(tmp_path):
     threads = [threading.Thread(target=client, daemon=True) for _ in range(6)]
     for t in threads:
         t.start()
-    time.sleep(1.5)
+    _wait_for(lambda: len(answered) > 10 or lost, "the load to get going")
     before = len(answered)
     os.killpg(server.proc.pid, signal.SIGTERM)
     for t in threads:
@@ -320,7 +355,7 @@ def test_sigterm_answers_every_request_sent_on_a_kept_alive_connection(tmp_path)
     big = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                       "request": admission_request(big_obj)}).encode()
     sigterm_at, lock = [0.0], threading.Lock()
-    sent_after, closed_answers, lost = [], [], []
+    sent_after, closed_answers, lost, answered = [], [], [], {}
 
     def client(body: bytes, pause: float) -> None:
         request = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
@@ -343,6 +378,8 @@ def test_sigterm_answers_every_request_sent_on_a_kept_alive_connection(tmp_path)
                     lost.append((after, answer and answer[0]))
                 elif after:
                     sent_after.append(1)
+                else:
+                    answered[threading.get_ident()] = answered.get(threading.get_ident(), 0) + 1
                 if answer is not None and answer[1].get("connection") == "close":
                     closed_answers.append(after)
             if answer is None or answer[1].get("connection") == "close":
@@ -356,7 +393,11 @@ def test_sigterm_answers_every_request_sent_on_a_kept_alive_connection(tmp_path)
     threads += [threading.Thread(target=client, args=(big, 0.05), daemon=True) for _ in range(2)]
     for t in threads:
         t.start()
-    time.sleep(1.5)
+    # Every client mid-stream: each has had answers on its connection (the big ones too).
+    def every_client_answered() -> bool:
+        with lock:
+            return bool(lost) or (len(answered) == len(threads) and min(answered.values()) >= 3)
+    _wait_for(every_client_answered, "every client to be answered")
     sigterm_at[0] = time.monotonic()
     os.killpg(server.proc.pid, signal.SIGTERM)
     for t in threads:

@@ -67,12 +67,15 @@ class Trickles:
             writer.write(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                          b"Content-Length: %d\r\n\r\n" % BODY)
             left = BODY - 1
-            while left and not self._stop.is_set():
-                piece = PIECE[:min(left, len(PIECE))]
-                writer.write(piece)
-                await self._until_stopped(writer.drain())
-                left -= len(piece)
-                self.sent += len(piece)
+            try:
+                while left and not self._stop.is_set():
+                    piece = PIECE[:min(left, len(PIECE))]
+                    writer.write(piece)
+                    await self._until_stopped(writer.drain())
+                    left -= len(piece)
+                    self.sent += len(piece)
+            except (OSError, ssl.SSLError):
+                pass    # answered (408) and closed while still sending, on a slow machine: read what it said
             answer = await self._until_stopped(reader.read(200))
             self.outcomes.append(answer.split(b"\r\n", 1)[0].decode() if answer else "closed")
         except (OSError, ssl.SSLError, asyncio.IncompleteReadError) as exc:
@@ -147,6 +150,6 @@ def test_200_trickled_7_mib_bodies_stay_within_the_charts_memory_limit_and_admis
     per_worker = ServerSettings().bodyBudgetBytes // BODY
     assert load.sent > 2 * per_worker * (BODY - 65536), load.sent
     assert refused["body_timeout"] >= 2 * per_worker and "HTTP/1.1 408 Request Timeout" in load.outcomes
-    assert set(at_start) == {"malformed", "head_too_large", "host", "framing", "expectation", "upgrade",
-                             "trailers_too_large", "body_too_large", "incomplete", "head_timeout", "body_timeout",
-                             "busy"} and not any(at_start.values())
+    assert set(at_start) == {"malformed", "head_too_large", "host", "framing", "transfer_coding", "expectation",
+                             "upgrade", "trailers_too_large", "body_too_large", "incomplete", "head_timeout",
+                             "body_timeout", "busy"} and not any(at_start.values())

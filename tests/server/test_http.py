@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
+import time
 
 import pytest
 
@@ -72,16 +74,12 @@ def test_head_has_the_length_and_no_body(server):
     data = b""
     while b"\r\n\r\n" not in data:
         data += s.recv(65536)
-    s.settimeout(0.5)
-    try:
-        extra = s.recv(65536)           # nothing may follow the head of a HEAD answer
-    except TimeoutError:
-        extra = b""
-    s.settimeout(10)
+    # Nothing may follow the head of a HEAD answer: the next bytes are the next answer's
+    # status line (answers go in order, each in one write), not a body.
     s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
     answer = read_answers(s, 1)[0]
     s.close()
-    assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"\r\n\r\n") and extra == b""
+    assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"\r\n\r\n")
     length = int(next(line.split(b":")[1] for line in data.split(b"\r\n") if line.lower().startswith(b"content-length")))
     assert answer[0] == 200 and length == len(answer[2]) > 0
 
@@ -139,3 +137,45 @@ def test_bytes_after_a_connection_close_request_leave_its_answer_alone(server):
     s.close()
     assert [a[0] for a in answers] == [200]
     assert json.loads(answers[0][2])["response"]["uid"] == "closing" and answers[0][1]["connection"] == "close"
+
+
+def _big_head(size: int) -> bytes:
+    return (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % size)
+
+
+def test_a_client_that_keeps_sending_its_body_after_the_413_reads_the_413(server):
+    """A client that writes its whole body before it reads (http.client, requests): the
+    413 comes after 4 x maxBodyBytes, the rest is dropped by the lingering close
+    (RFC 9112 §9.6), so the client's writes all go through and it reads its answer."""
+    size, piece = 16 * 1024 * 1024, b" " * 65536
+    s = _tls(server)
+    s.settimeout(20)
+    s.sendall(_big_head(size))
+    for _ in range(size // len(piece)):
+        s.sendall(piece)                # a reset here is what the linger prevents
+    answers = read_answers(s, 1)
+    assert answers[0][0] == 413 and "server.maxBodyBytes" in json.loads(answers[0][2])["error"]
+    assert answers[0][1]["connection"] == "close"
+    assert s.recv(10) == b""            # the server's close, once the client is done
+    s.close()
+
+
+def test_a_client_that_never_stops_sending_is_cut_off_at_the_linger_bound(server):
+    from webhook.server.connection import LINGER_SECONDS
+    piece = b" " * 65536
+    s = _tls(server)
+    s.settimeout(20)
+    s.sendall(_big_head(1 << 40))
+    started, cut = time.monotonic(), None
+    while time.monotonic() - started < 60:
+        try:
+            s.sendall(piece)
+        except (OSError, ssl.SSLError) as exc:
+            cut = exc
+            break
+    elapsed = time.monotonic() - started
+    assert cut is not None and elapsed < LINGER_SECONDS + 10, (cut, elapsed)
+    answers = read_answers(s, 1)        # its answer came before the cut, and is still there to read
+    s.close()
+    assert answers and answers[0][0] == 413

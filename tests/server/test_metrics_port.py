@@ -121,12 +121,19 @@ def _render():
     return b"ok_total 1.0\n", "text/plain; version=0.0.4"
 
 
+def _wait_for(done, what: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"waited {timeout} s for {what}"
+        time.sleep(0.01)
+
+
 def test_a_client_that_holds_a_connection_is_dropped_at_the_deadline_and_others_wait_for_no_one():
     listener = MetricsListener("127.0.0.1", 0, _render, max_connections=2, deadline=1.0)
     listener.start()
     try:
         silent = [socket.create_connection(("127.0.0.1", listener.port), timeout=5) for _ in range(2)]
-        time.sleep(0.2)
+        _wait_for(lambda: listener.serving == 2, "the listener to hold both connections")
         # Both slots are taken: a third connection is closed at once instead of queueing.
         third = socket.create_connection(("127.0.0.1", listener.port), timeout=5)
         assert third.recv(1) == b""
@@ -135,6 +142,7 @@ def test_a_client_that_holds_a_connection_is_dropped_at_the_deadline_and_others_
         t0 = time.monotonic()
         assert all(s.recv(1) == b"" for s in silent)
         assert time.monotonic() - t0 < 5
+        _wait_for(lambda: listener.serving == 0, "the listener to let both go")
         status, _, body = _get(listener.port)
         assert (status, body) == (200, b"ok_total 1.0\n")
     finally:

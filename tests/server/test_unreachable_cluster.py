@@ -69,6 +69,13 @@ def test_ADM_7_POD_5_readiness_and_lookups_with_a_silent_api_server(server):
         metrics.decode()
 
 
+def _in_flight(server) -> float:
+    _, _, body = server.get("/metrics")
+    gauge = 'workload_webhook_requests_in_flight{endpoint="mutate"}'
+    line = next(x for x in body.decode().splitlines() if x.startswith(gauge))
+    return float(line.rsplit(" ", 1)[1])
+
+
 def test_a_lookup_waiting_for_the_api_server_holds_no_other_request(server):
     """One worker: while a Pod's PodGroup lookup waits out its timeout (in the
     worker's lookup pool), the event loop keeps answering other requests."""
@@ -81,7 +88,10 @@ def test_a_lookup_waiting_for_the_api_server_holds_no_other_request(server):
 
     thread = threading.Thread(target=slow)
     thread.start()
-    time.sleep(0.5)                   # the lookup is under way
+    deadline = time.monotonic() + 10
+    while _in_flight(server) < 1:     # the slow one is read and waits in the lookup pool
+        assert time.monotonic() < deadline and thread.is_alive(), "the slow request never got in flight"
+        time.sleep(0.02)
     answered = []
     for i in range(20):
         started = time.monotonic()

@@ -9,6 +9,7 @@ import dataclasses
 import json
 
 import httptools
+import pytest
 from prometheus_client import REGISTRY
 
 from webhook import config as config_mod
@@ -21,15 +22,32 @@ from tests.unit.helpers import podgroup
 
 
 class MockTransport:
-    def __init__(self):
+    """As uvloop's TLS transport by default (no write_eof: close() flushes, then sends
+    close_notify); `half_close`: one that can write_eof, as a plain TCP transport."""
+
+    def __init__(self, half_close: bool = False):
         self.buffer = b""
-        self.closed = self.aborted = False
+        self.closed = self.aborted = self.eof = False
         self.reading = True
         self.read_limit = None
+        self.half_close = half_close
 
     def write(self, data: bytes) -> None:
         assert not self.closed, "a write after close"
+        assert not self.eof, "a write after write_eof"
         self.buffer += data
+
+    @property
+    def ended(self) -> bool:
+        """The server ended its side: closed (over TLS: close_notify after the answer), or half-closed."""
+        return self.closed or self.eof
+
+    def can_write_eof(self) -> bool:
+        return self.half_close
+
+    def write_eof(self) -> None:
+        assert self.half_close and not self.eof and not self.closed, "write_eof twice, after close, or unsupported"
+        self.eof = True
 
     def close(self) -> None:
         assert not self.closed, "closed twice"
@@ -141,8 +159,9 @@ class Shared:
     def closed(self, conn) -> None:
         self.open.discard(conn)
 
-    def connect(self) -> tuple[Connection, MockTransport]:
-        conn, transport = Connection(self), MockTransport()
+    def connect(self, half_close: bool | None = None) -> tuple[Connection, MockTransport]:
+        conn = Connection(self)
+        transport = MockTransport(HALF_CLOSE[0] if half_close is None else half_close)
         conn.connection_made(transport)
         return conn, transport
 
@@ -183,8 +202,21 @@ def lookup_first(shared: Shared) -> None:
     shared.admission.state.view = refusing_cache()
 
 
-def connected(**kw) -> tuple[Connection, MockTransport]:
-    return Shared(**kw).connect()
+def connected(half_close: bool | None = None, **kw) -> tuple[Connection, MockTransport]:
+    return Shared(**kw).connect(half_close)
+
+
+HALF_CLOSE = [False]    # what connect() makes by default: set by `both_transports`
+
+
+@pytest.fixture(params=["tls", "tcp"])
+def both_transports(request):
+    """Each test of a module that uses it runs over both transports: uvloop's TLS one (the
+    answer that ends a connection is followed by close()) and one that can half-close
+    (write_eof, and the connection lingers)."""
+    HALF_CLOSE[0] = request.param == "tcp"
+    yield request.param
+    HALF_CLOSE[0] = False
 
 
 # --- requests and answers ---------------------------------------------------------

@@ -1,8 +1,13 @@
 """The worker's budget of buffered body bytes (webhook/server/budget.py) and
 the deadlines of a body, on connections driven through a mock transport."""
+import pytest
+
+from tests.unit.connection_mock import both_transports  # noqa: F401 (the fixture)
 from tests.unit.connection_mock import Shared, answers, chunked, post, refused, review_body
 from webhook.server.budget import BodyBudget
 from webhook.server.connection import READ_AHEAD
+
+pytestmark = pytest.mark.usefixtures("both_transports")
 
 LIMIT = 65536
 
@@ -103,7 +108,7 @@ def test_a_connection_waiting_for_the_budget_longer_than_the_idle_timeout_gets_a
         shared.loop.advance(1.0)
         a.data_received(b" ")                        # a keeps trickling, within its deadlines
     answer = answers(tb.buffer)[0]
-    assert answer.status == 503 and "server.bodyBudgetBytes" in answer.json()["error"] and tb.closed
+    assert answer.status == 503 and "server.bodyBudgetBytes" in answer.json()["error"] and tb.ended
     assert refused("busy") == before + 1 and shared.budget.waiting == 0
 
 

@@ -2,8 +2,13 @@
 driven through a mock transport: one case per rule, named after its section."""
 import email.utils
 
+import pytest
+
+from tests.unit.connection_mock import both_transports  # noqa: F401 (the fixture)
 from tests.unit.connection_mock import (answers, chunked, connected, get, lookup_first, only_answer, post, refused,
                                         review_body, waiting_review)
+
+pytestmark = pytest.mark.usefixtures("both_transports")
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
@@ -107,7 +112,7 @@ def test_rfc9110_10_1_1_a_body_over_the_limit_is_refused_instead_of_invited():
     conn.data_received(b"POST /validate HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
                        b"Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n")
     answer = only_answer(t)
-    assert answer.status == 413 and "server.maxBodyBytes" in answer.json()["error"] and t.closed
+    assert answer.status == 413 and "server.maxBodyBytes" in answer.json()["error"] and t.ended
 
 
 # --- §15: status codes -------------------------------------------------------------------
@@ -127,10 +132,10 @@ def test_rfc9110_15_5_9_a_body_not_complete_within_the_body_timeout_is_a_408():
     conn.data_received(request[:-50])
     for _ in range(11):            # a byte a second: never idle, but not done in 10 s
         conn.loop.advance(1.0)
-        if not t.closed:
+        if not t.ended:
             conn.data_received(request[-50:-49])
     answer = only_answer(t)
-    assert answer.status == 408 and "server.bodyTimeoutSeconds" in answer.json()["error"] and t.closed
+    assert answer.status == 408 and "server.bodyTimeoutSeconds" in answer.json()["error"] and t.ended
     assert refused("body_timeout") == before + 1
 
 
@@ -141,7 +146,7 @@ def test_rfc9110_15_5_9_a_head_not_complete_within_the_idle_timeout_is_a_408():
     conn.loop.advance(29.0)
     assert t.buffer == b""
     conn.loop.advance(2.0)
-    assert only_answer(t).status == 408 and t.closed and refused("head_timeout") == before + 1
+    assert only_answer(t).status == 408 and t.ended and refused("head_timeout") == before + 1
 
 
 def test_rfc9110_15_5_14_a_body_over_the_limit_is_read_then_a_413():
@@ -156,4 +161,4 @@ def test_an_idle_kept_alive_connection_is_closed_cleanly_without_an_answer():
     conn.data_received(get())
     t.take()
     conn.loop.advance(31.0)
-    assert t.closed and not t.aborted and t.buffer == b""
+    assert t.ended and not t.aborted and t.buffer == b""

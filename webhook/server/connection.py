@@ -14,9 +14,20 @@ response.py; the deadlines: deadlines.py.
 - an answer the client does not read: idle + slack, then the connection is dropped.
 
 A refusal is the answer to the request it refuses, after the answers to those
-read before it; the connection closes after it and reads nothing more, as
-after a request that ends the connection (RFC 9112 §9.6). Every refusal is
-counted by reason (workload_webhook_http_refused_total).
+read before it; the connection closes after it and parses nothing more, as
+after a request that ends the connection. Every refusal is counted by reason
+(workload_webhook_http_refused_total).
+
+The close after an answer lingers (RFC 9112 §9.6), so that a client still
+sending reads its answer instead of a reset: the write side is half-closed
+once the answer is out, what still arrives is dropped unparsed until the
+client closes its side, LINGER_SECONDS pass or LINGER_BYTES arrive, then the
+connection closes (at a bound: aborts). Over TLS (uvloop's transport cannot
+write_eof) the half-close is the TLS close_notify that transport.close()
+sends after the answer; uvloop then drops what arrives until the client's
+close_notify or EOF, and the linger's time bound ends it. As net/http's
+closeWriteAndWait, which waits 500 ms after its half-close; here the wait ends
+as soon as the client closes.
 
 Admission requests are judged in the event loop (a Pod join reads the watch
 cache and never waits); one that must wait for the API server comes back from
@@ -46,6 +57,10 @@ log = logging.getLogger("workload_webhook.server")
 
 IO_SLACK_SECONDS = 5.0
 SHUTDOWN_IDLE_GRACE = 1.0
+# After the answer that ends a connection: the client's time to read it and close (the worker's
+# TLS_CLOSE_WAIT, uvloop's own wait for the client's close_notify, is as long).
+LINGER_SECONDS = 3.0
+LINGER_BYTES = 16 * 1024 * 1024  # dropped meanwhile, at most
 # Bytes the TLS layer reads ahead while the connection does not read (uvloop's default is
 # 256 KiB): what a connection waiting for the body budget holds beyond it.
 READ_AHEAD = 16 * 1024
@@ -80,7 +95,9 @@ class Connection(asyncio.Protocol):
         self.paused = 0                          # PIPELINE | BUDGET
         self.write_blocked = False
         self.closing = False      # the worker stops: the last answer says Connection: close
-        self.closed = False
+        self.closed = False       # no more answers (a lingering connection is closed, its transport not yet)
+        self.lingering = False
+        self.lingered = 0         # bytes dropped while lingering
         self.last_active = self.loop.time()
         self.due = Deadlines(self.loop, self._expired)
         self.reader = Reader(self)
@@ -98,12 +115,17 @@ class Connection(asyncio.Protocol):
         self.due.wake_at(self.due.idle)
 
     def connection_lost(self, exc) -> None:
-        self.closed = True
+        self.closed, self.lingering = True, False
         self.due.cancel()
         self._let_go()
         self.shared.closed(self)
 
     def data_received(self, data: bytes) -> None:
+        if self.lingering:              # dropped, never parsed
+            self.lingered += len(data)
+            if self.lingered > LINGER_BYTES:
+                self._end_linger(abort=True)
+            return
         reader = self.reader
         if reader.stopped:
             return
@@ -115,6 +137,9 @@ class Connection(asyncio.Protocol):
         self._next()
 
     def eof_received(self):
+        if self.lingering:              # the client closed its side too: the linger is over
+            self._end_linger()
+            return None
         self.reader.ended()
         self._next()
         return None     # close our side too
@@ -127,6 +152,9 @@ class Connection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self.write_blocked = False
         self.due.idle = self.loop.time() + self.shared.idle
+        if self.lingering:              # the last answer is (nearly) out: the linger starts now
+            self.due.linger = self.loop.time() + LINGER_SECONDS
+            self.due.wake_at(self.due.linger)
         self._next()
 
     def shutdown(self) -> None:
@@ -236,7 +264,7 @@ class Connection(asyncio.Protocol):
         self.give_back(req)
         now = self.last_active = self.loop.time()
         if close:
-            self._close()
+            self._linger()
         else:
             self.due.idle = now + self.shared.idle
             self.due.wake_at(min(self.due.idle, now + SHUTDOWN_IDLE_GRACE) if self.closing else self.due.idle)
@@ -252,12 +280,31 @@ class Connection(asyncio.Protocol):
                 self.transport.write(response.CONTINUE)
 
     def _close(self, abort: bool = False) -> None:
-        self.closed = True
+        self.closed, self.lingering = True, False
         self._let_go()      # at once: the TLS close may take a while to reach connection_lost
         if abort:
             self.transport.abort()
-        else:
+        elif not self.transport.is_closing():
             self.transport.close()
+
+    def _linger(self) -> None:
+        """The answer that ends the connection is written: half-close the write side,
+        then drop what still arrives (data_received) until the linger ends."""
+        self.closed = self.lingering = True
+        self._let_go()
+        if self.paused:                 # read on, so nothing is left unread at the close (a reset)
+            self.paused = 0
+            self.transport.resume_reading()
+        self.due.linger = self.loop.time() + LINGER_SECONDS
+        self.due.wake_at(self.due.linger)
+        if self.transport.can_write_eof():
+            self.transport.write_eof()  # a FIN once the answer is out
+        else:
+            self.transport.close()      # TLS: close_notify once the answer is out (see above)
+
+    def _end_linger(self, abort: bool = False) -> None:
+        self.due.cancel()
+        self._close(abort)
 
     def _let_go(self) -> None:
         """Give back every byte of the budget this connection holds, and leave its queue."""
@@ -285,6 +332,8 @@ class Connection(asyncio.Protocol):
         due = self.due
         if self.write_blocked:
             return due.write, "write"
+        if self.lingering:
+            return due.linger, "linger"
         req = self.reader.current
         if req is not None:
             if req.phase is Phase.HEAD:
@@ -299,7 +348,7 @@ class Connection(asyncio.Protocol):
         return due.idle, "idle"
 
     def _expired(self) -> None:
-        lateness = self._late() if not self.closed else None
+        lateness = self._late() if not self.closed or self.lingering else None
         if lateness is None:
             return
         when, what = lateness
@@ -307,6 +356,8 @@ class Connection(asyncio.Protocol):
             self.due.wake_at(when)
         elif what == "write":
             self._close(abort=True)           # it does not read its answers: nothing more to say to it
+        elif what == "linger":
+            self._end_linger(abort=True)      # it had its time to read the answer and close
         elif what == "idle":
             self._close()                     # kept alive and idle: a clean close
         else:

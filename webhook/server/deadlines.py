@@ -9,7 +9,7 @@ from typing import Callable
 
 
 class Deadlines:
-    __slots__ = ("loop", "callback", "idle", "byte", "body", "wait", "write", "_timer", "_at")
+    __slots__ = ("loop", "callback", "idle", "byte", "body", "wait", "write", "linger", "_timer", "_at")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], None]):
         self.loop, self.callback = loop, callback
@@ -18,6 +18,7 @@ class Deadlines:
         self.body = 0.0             # the body's last byte
         self.wait = 0.0             # the end of a wait for the body budget
         self.write = 0.0            # the client reads what it was sent
+        self.linger = 0.0           # the end of a lingering close
         self._timer = None
         self._at = 0.0
 

@@ -93,6 +93,7 @@ class _Server(ThreadingHTTPServer):
         self.address_family = family
         self.render, self.tls, self.deadline = render, tls, deadline
         self.slots = threading.BoundedSemaphore(max_connections)
+        self.held, self._held_lock = 0, threading.Lock()      # connections being served
         super().__init__(address, _Handler)
 
     def server_bind(self) -> None:
@@ -103,9 +104,11 @@ class _Server(ThreadingHTTPServer):
         if not self.slots.acquire(blocking=False):      # full: close at once, never queue behind slow clients
             self.shutdown_request(request)
             return
+        self._count(1)
         try:
             super().process_request(request, client_address)
         except BaseException:
+            self._count(-1)
             self.slots.release()
             raise
 
@@ -113,7 +116,12 @@ class _Server(ThreadingHTTPServer):
         try:
             super().process_request_thread(request, client_address)
         finally:
+            self._count(-1)
             self.slots.release()
+
+    def _count(self, change: int) -> None:
+        with self._held_lock:
+            self.held += change
 
     def finish_request(self, request, client_address) -> None:
         # One deadline for the whole connection: a timer shuts the socket, which ends any read or write.
@@ -170,6 +178,11 @@ class MetricsListener:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.5},
                                         name="metrics-listener", daemon=True)
         self._thread.start()
+
+    @property
+    def serving(self) -> int:
+        """The connections it holds now, at most max_connections."""
+        return self._server.held if self._server is not None else 0
 
     def close_in_child(self) -> None:
         """A forked worker inherits the listening socket: close its copy, so only the master holds it."""

@@ -51,7 +51,9 @@ class Reader:
             if not self.stopped:        # after a request that ends the connection, what follows is not read
                 text = (str(exc).splitlines() or ["unreadable"])[0][:120]
                 where = "request body could not be read: " if self.in_body else "malformed request: "
-                self.refuse(Refusal(400, where + text, "malformed"))
+                # chunked followed by another coding (RFC 9112 §6.3), as llhttp finds it in the field
+                why = "transfer_coding" if "Invalid `Transfer-Encoding`" in text else "malformed"
+                self.refuse(Refusal(400, where + text, why))
         cur = self.current
         if cur is None or self.stopped:
             return

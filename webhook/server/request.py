@@ -4,8 +4,11 @@ must meet before its body is read. No I/O here.
 
 llhttp (httptools) already refuses what it cannot frame: Content-Length and
 Transfer-Encoding together, a duplicate or malformed Content-Length, chunked
-not last (RFC 9112 §6.3), obsolete line folding, bare LF. What it lets through
-and this module refuses is the rest of the head's rules."""
+followed by another coding, obsolete line folding, bare LF. What it lets through
+and this module refuses is the rest of the head's rules: among them a
+Transfer-Encoding whose last coding is not chunked (RFC 9112 §6.3: the body's
+length cannot be known, 400 and close) and a coding other than chunked before
+it (§6.1: 501)."""
 from __future__ import annotations
 
 import enum
@@ -106,8 +109,9 @@ class HttpRequest:
             self.content_type = value.strip(OWS).decode("latin-1")
         elif kind == _HOST_FIELD:
             self.hosts.append(value.strip(OWS))
-        elif kind == _CODING:
-            self.coding = value.strip(OWS).lower()
+        elif kind == _CODING:          # field lines combine into one list (RFC 9110 §5.3)
+            value = value.strip(OWS).lower()
+            self.coding = value if self.coding is None else self.coding + b", " + value
         else:
             self.expect = value.strip(OWS).lower()
         return None
@@ -146,9 +150,8 @@ class HttpRequest:
         if self.coding is not None:
             if version == "1.0":        # RFC 9112 §6.1: the framing of such a message is faulty
                 return Refusal(400, "Transfer-Encoding in an HTTP/1.0 request", "framing")
-            if self.coding != b"chunked":
-                return Refusal(501, f"transfer coding {self.coding.decode('latin-1')[:40]!r} is not "
-                                    "supported (only chunked)", "framing")
+            if (refusal := coding_refusal(self.coding)) is not None:
+                return refusal
         if self.expect is not None and version != "1.0":
             if self.expect != b"100-continue":
                 return Refusal(417, f"expectation {self.expect.decode('latin-1')[:40]!r} is not supported",
@@ -169,6 +172,23 @@ class HttpRequest:
             self.refusal = refusal
         self.phase = Phase.READY
         self.body = self.content = None
+
+
+def coding_refusal(coding: bytes) -> Refusal | None:
+    """A Transfer-Encoding list (lower case) that is not just `chunked`: 400 when chunked is
+    not its last coding (RFC 9112 §6.3: the length of the body cannot be determined, so the
+    connection closes after the answer), 501 for a coding before it (§6.1: none is supported)."""
+    if coding == b"chunked":
+        return None
+    codings = [c.split(b";", 1)[0].strip(OWS) for c in coding.split(b",")]
+    codings = [c for c in codings if c]         # empty list elements do not count (RFC 9110 §5.6.1)
+    shown = coding.decode("latin-1")[:40]
+    if not codings or codings[-1] != b"chunked":
+        return Refusal(400, f"Transfer-Encoding {shown!r} does not end in chunked: the body's length "
+                            "cannot be determined", "transfer_coding")
+    if len(codings) == 1:                       # chunked as llhttp does not frame it: with parameters, say
+        return Refusal(400, f"malformed Transfer-Encoding {shown!r}", "transfer_coding")
+    return Refusal(501, f"transfer coding {shown!r} is not supported (only chunked)", "transfer_coding")
 
 
 def too_large(limit: int) -> Refusal:
