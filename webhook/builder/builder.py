@@ -148,6 +148,24 @@ class Builder:
             have = " ".join(t.get("name", "") for t in templates)
             raise InvocationError(f"podGroupTemplate {_q(template)} not found in workload "
                                   f"{_q(_name(wl))} (have [{have}])")
+        return self._pod_group(wl, tmpl, name)
+
+    def new_child_pod_group(self, name: str, template: str, parent: str) -> dict:
+        """Beyond Go's API (which leaves a composite's children to the caller): a PodGroup from a
+        PodGroupTemplate anywhere under the Workload's composites, its
+        spec.parentCompositePodGroupName set to `parent` (the parent's CompositePodGroup)."""
+        wl = self._source()
+        tmpl = None
+        for t in _walk_composites(wl.get("spec", {}).get("compositePodGroupTemplates")):
+            tmpl = next((c for c in t.get("podGroupTemplates") or () if c.get("name") == template), tmpl)
+        if tmpl is None:
+            raise InvocationError(f"podGroupTemplate {_q(template)} not found under the composites of workload "
+                                  f"{_q(_name(wl))}")
+        pg = self._pod_group(wl, tmpl, name)
+        pg["spec"] = {"parentCompositePodGroupName": parent, **pg["spec"]}
+        return pg
+
+    def _pod_group(self, wl: dict, tmpl: dict, name: str) -> dict:
         spec: dict = {"workloadRef": {"workloadName": _name(wl), "templateName": tmpl.get("name", "")},
                       "schedulingPolicy": copy.deepcopy(tmpl.get("schedulingPolicy") or {})}
         for key in ("schedulingConstraints", "resourceClaims", "disruptionMode"):
