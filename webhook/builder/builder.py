@@ -9,8 +9,6 @@ null (a leaf template's `schedulingConstraints`, a composite Workload's
 `podGroupTemplates`)."""
 from __future__ import annotations
 
-import copy
-
 from webhook.builder.compile import _q, compile_spec, tree_error
 from webhook.builder.types import BuildError, BuildOptions, InvocationError, WorkloadItem
 from webhook.builder.validate import validate_item
@@ -56,6 +54,15 @@ def _meta(name: str, namespace: str, owners: list[dict] | None) -> dict:
     if owners:
         meta["ownerReferences"] = owners
     return meta
+
+
+def _clone(value):
+    """A deep copy of JSON data (dicts, lists, scalars): several times faster than copy.deepcopy."""
+    if isinstance(value, dict):
+        return {k: _clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clone(v) for v in value]
+    return value
 
 
 def _walk_composites(templates: list[dict] | None):
@@ -167,10 +174,10 @@ class Builder:
 
     def _pod_group(self, wl: dict, tmpl: dict, name: str) -> dict:
         spec: dict = {"workloadRef": {"workloadName": _name(wl), "templateName": tmpl.get("name", "")},
-                      "schedulingPolicy": copy.deepcopy(tmpl.get("schedulingPolicy") or {})}
+                      "schedulingPolicy": _clone(tmpl.get("schedulingPolicy") or {})}
         for key in ("schedulingConstraints", "resourceClaims", "disruptionMode"):
             if tmpl.get(key) is not None and (key != "resourceClaims" or tmpl[key]):
-                spec[key] = copy.deepcopy(tmpl[key])
+                spec[key] = _clone(tmpl[key])
         if tmpl.get("priorityClassName"):
             spec["priorityClassName"] = tmpl["priorityClassName"]
         if tmpl.get("priority") is not None:
@@ -193,10 +200,10 @@ class Builder:
             raise InvocationError(f"compositePodGroupTemplate {_q(template)} not found in workload "
                                   f"{_q(_name(wl))} (have [{have}])")
         spec: dict = {"workloadRef": {"workloadName": _name(wl), "templateName": tmpl.get("name", "")},
-                      "schedulingPolicy": copy.deepcopy(tmpl.get("schedulingPolicy") or {})}
+                      "schedulingPolicy": _clone(tmpl.get("schedulingPolicy") or {})}
         for key in ("schedulingConstraints", "disruptionMode"):
             if tmpl.get(key) is not None:
-                spec[key] = copy.deepcopy(tmpl[key])
+                spec[key] = _clone(tmpl[key])
         if tmpl.get("priorityClassName"):
             spec["priorityClassName"] = tmpl["priorityClassName"]
         if tmpl.get("priority") is not None:

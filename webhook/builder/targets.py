@@ -24,7 +24,8 @@ from webhook.builder.types import (ALL_MODES, ALL_POLICIES, BuildOptions, Schedu
                                    SchedulingPolicy, GangSchedulingPolicy, WorkloadInput, WorkloadItem, BlockInput)
 from webhook.config import Config
 from webhook.field import FieldError, Path
-from webhook.rules.crd import composite_instance, leaf_instances
+from webhook.rules import size as sizes
+from webhook.rules.crd import composite_instance
 
 _LEAF_KEYS = ("schedulingPolicy", "schedulingConstraints", "disruptionMode", "resourceClaims")
 
@@ -61,25 +62,58 @@ def _default_policy(kind: str) -> SchedulingPolicy:
     return SchedulingPolicy(gang=GangSchedulingPolicy()) if kind == "gang" else SchedulingPolicy(basic=True)
 
 
+def _instances(obj: dict, group):
+    """Each instance of a leaf group (the engine's fan-out, webhook.paths, without its checks:
+    the engine has judged the object): {block key: (path, value)} and the group's size."""
+    paths = {k: p for k, p in group.paths().items() if k in _LEAF_KEYS}
+    deepest = max(paths.values(), key=lambda p: p.wildcards)
+    size = group.size
+    for idx in deepest.bindings(obj)[0]:
+        blocks = {}
+        for k, p in paths.items():
+            at = p.concrete(idx)
+            blocks[k] = (at, _at(obj, at))
+        if size is None:
+            n = None
+        elif size.path is not None:
+            raw = _at(obj, size.path.concrete(idx))
+            n = size.default if raw is None else raw if isinstance(raw, int) else None
+        else:
+            n = sizes.evaluate(obj, size, idx)[0]
+        yield blocks, n
+
+
+def _at(obj, path):
+    """The value at a concrete path, None where it is missing (or of another JSON type)."""
+    node = obj
+    for seg in path:
+        if isinstance(seg, int):
+            node = node[seg] if isinstance(node, list) and 0 <= seg < len(node) else None
+        else:
+            node = node.get(seg) if isinstance(node, dict) else None
+        if node is None:
+            return None
+    return node
+
+
 def _leaf_items(obj: dict, target, name: str) -> list[WorkloadItem]:
     """One leaf per group instance whose blocks are set; under a composite, one per child, set or not."""
     items: list[WorkloadItem] = []
     for group in target.groups:
-        for inst in leaf_instances(obj, None, group, []):
-            if target.composite is None and not any(b.value is not None for b in inst.blocks.values()):
+        for blocks, size in _instances(obj, group):
+            if target.composite is None and all(v is None for _, v in blocks.values()):
                 continue
             inputs = {}
             for key in _LEAF_KEYS:
-                blk = inst.blocks.get(key)
-                value = blk.value if blk else None
+                path, value = blocks.get(key, ((), None))
                 if key == "schedulingPolicy" and group.semantics.nonPositiveMinCountIsUnset:
                     value = _unset_nonpositive(value)
-                inputs[key] = BlockInput(pod_group_data=value, path_elements=tuple(blk.path) if blk else ())
+                inputs[key] = BlockInput(pod_group_data=value, path_elements=tuple(path))
             items.append(WorkloadItem(template_name(name, len(items)), Path(),
                                       SchedulingConfig(policy=_default_policy(group.semantics.defaultPolicy)),
                                       WorkloadInput(inputs["schedulingPolicy"], inputs["schedulingConstraints"],
                                                     inputs["disruptionMode"], inputs["resourceClaims"]),
-                                      [_min_count_default(inst.size)]))
+                                      [_min_count_default(size)]))
     return items
 
 
