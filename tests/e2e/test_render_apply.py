@@ -3,11 +3,13 @@ every valid object of the corpus (examples/valid with examples/config.yaml, a
 LeaderWorkerSet, a batch/v1 Job, a Job-template CRD of the job-template profile,
 and the differential test's seeded objects the engine allows) is rendered, and
 `kubectl apply --dry-run=server` of all the Workloads, CompositePodGroups and
-PodGroups must create every one of them."""
+PodGroups must create every one of them; and so must the kopf example operator's
+objects (examples/kopf-operator: a TrainJob's Workload, PodGroup and Pods)."""
 from __future__ import annotations
 
 import copy
 import glob
+import importlib.util
 import json
 import os
 import subprocess
@@ -60,6 +62,18 @@ def _seeded() -> list[dict]:
     return out
 
 
+def _kopf_example_objects() -> list[dict]:
+    path = os.path.join(REPO, "examples", "kopf-operator", "trainjob_objects.py")
+    spec = importlib.util.spec_from_file_location("trainjob_objects", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = []
+    for i, tj in enumerate(yaml.safe_load_all(open(os.path.join(REPO, "examples", "valid", "trainjob-gang.yaml")))):
+        tj["metadata"]["uid"] = f"00000000-0000-4000-8000-{i:012d}"
+        out += module.objects_for(tj)
+    return out
+
+
 def test_rendered_objects_of_every_valid_object_are_accepted_by_kube_apiserver(kubectl, tmp_path):
     files = sorted(glob.glob(os.path.join(REPO, "examples", "valid", "*.yaml")))
     proc = _cli("--config", os.path.join(REPO, "examples", "config.yaml"), *sum((["-f", f] for f in files), []),
@@ -80,7 +94,9 @@ def test_rendered_objects_of_every_valid_object_are_accepted_by_kube_apiserver(k
     job_wl = next(o for o in extra if o["kind"] == "Workload" and o["spec"]["controllerRef"]["kind"] == "Job")
     assert job_wl["spec"]["podGroupTemplates"][0] == {"name": "etl-pgt-0", "schedulingPolicy": {"gang": {"minCount": 3}},
                                                       "schedulingConstraints": None}
-    objects = examples + extra + seeded
+    operator = _kopf_example_objects()
+    assert sum(1 for o in operator if o["kind"] == "Pod") == 12
+    objects = examples + extra + seeded + operator
     for ns in sorted({o["metadata"].get("namespace") or "default" for o in objects}):
         kubectl("create", "namespace", ns, check=False)
     proc = kubectl("apply", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump_all(objects), check=False, timeout=600)
