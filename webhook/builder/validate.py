@@ -94,16 +94,29 @@ def _all_with_basic(item: WorkloadItem, cfg: SchedulingConfig) -> list[FieldErro
         return []
     blk = item.input.policy
     user = blk.composite_pod_group_data if item.composite else blk.pod_group_data
-    policy_path = block_path(item, blk.path_elements) if user is not None else None
+    # How the engine names the policy it read: its variant; for a leaf, basic when the block is
+    # empty (the group's default); a composite's unset policy is "not set, which resolves to basic".
+    kind = composite.kind_of(user) if item.composite else policy.kind_of(user) if user else BASIC_POLICY
     return disruption.validate_against_policy({"all": {}}, block_path(item, item.input.disruption_mode.path_elements),
-                                              BASIC_POLICY, policy_path)
+                                              kind, block_path(item, blk.path_elements))
+
+
+def _well_formed(item: WorkloadItem) -> bool:
+    """As the engine: DIS-2 does not read a policy or a mode whose shape is wrong."""
+    pol, dis = item.input.policy, item.input.disruption_mode
+    pmod, pval = (composite, pol.composite_pod_group_data) if item.composite else (policy, pol.pod_group_data)
+    dval = dis.composite_pod_group_data if item.composite else dis.pod_group_data
+    return not ((pval is not None and pmod.shape(pval, block_path(item, pol.path_elements)))
+                or (dval is not None and disruption.shape(dval, block_path(item, dis.path_elements))))
 
 
 def validate_item(item: WorkloadItem, old: WorkloadItem | None, opts: BuildOptions) -> list[FieldError]:
     """One item's errors, then its children's (matched with the old tree's by name, one level at a time)."""
     errors = [] if opts.disable_declarative_validation else _declarative(item, old)
     cfg = resolve(item)
-    errors += _allowed(item, cfg, opts) + _all_with_basic(item, cfg)
+    errors += _allowed(item, cfg, opts)
+    if _well_formed(item):
+        errors += _all_with_basic(item, cfg)
     old_children = {c.name: c for c in old.children if c is not None} if old is not None else {}
     for child in item.children:
         errors += validate_item(child, old_children.get(child.name), opts)
