@@ -1,6 +1,8 @@
 """An example TrainJob operator on kopf (`pip install 'workload-webhook[kopf]'`):
 
-    kopf run --namespace ml examples/kopf-operator/operator.py
+    kopf run --standalone --namespace ml examples/kopf-operator/operator.py
+
+(TRAINJOB_POD_SPEC, JSON, adds fields to every Pod's spec: resources, a nodeSelector, ...)
 
 On create it validates the TrainJob's spec.scheduling with webhook.builder (errors go
 to the TrainJob's status and an Event, nothing is created), then creates the Workload
@@ -9,6 +11,7 @@ places the gang all or nothing. Everything is owned by the TrainJob. See
 trainjob_objects.py for what is created; docs/builder.md for the library."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -19,6 +22,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from trainjob_objects import errors_for, objects_for  # noqa: E402
 
+# Fields added to every Pod's spec, as JSON (`container` merges into the container):
+# e.g. {"container": {"resources": {"requests": {"cpu": "1"}}}, "nodeSelector": {...}}.
+POD_SPEC = json.loads(os.environ.get("TRAINJOB_POD_SPEC") or "{}")
 PLURALS = {"Workload": ("scheduling.k8s.io", "v1beta1", "workloads"),
            "PodGroup": ("scheduling.k8s.io", "v1beta1", "podgroups")}
 
@@ -51,7 +57,7 @@ def create(body, patch, logger, **_) -> dict:
     if errors:
         patch.status["phase"] = "Invalid"
         raise kopf.PermanentError("; ".join(str(e) for e in errors))
-    objects = objects_for(trainjob)
+    objects = objects_for(trainjob, POD_SPEC)
     for obj in objects:
         _create(obj)
     logger.info("created %s", ", ".join(f"{o['kind']} {o['metadata']['name']}" for o in objects[:2]))

@@ -41,8 +41,9 @@ def errors_for(trainjob: dict) -> list[FieldError]:
     return builder_for(trainjob)[0].validate()
 
 
-def objects_for(trainjob: dict) -> list[dict]:
-    """The Workload, the PodGroup, then the Pods, in the order to create them."""
+def objects_for(trainjob: dict, pod_spec: dict | None = None) -> list[dict]:
+    """The Workload, the PodGroup, then the Pods, in the order to create them. `pod_spec`:
+    fields added to every Pod's spec (the container's `resources`, a `nodeSelector`, ...)."""
     b, item = builder_for(trainjob)
     workload = b.build_workload()
     group = pod_group_name(workload["metadata"]["name"], item.name)
@@ -54,6 +55,8 @@ def objects_for(trainjob: dict) -> list[dict]:
                           "labels": {GROUP_LABEL: group, WORKLOAD_LABEL: workload["metadata"]["name"]},
                           "ownerReferences": owner},
              "spec": {"schedulingGroup": {"podGroupName": group}, "restartPolicy": "Never",
-                      "containers": [{"name": "trainer", "image": spec.get("image") or "registry.k8s.io/pause:3.10"}]}}
+                      "containers": [{"name": "trainer", "image": spec.get("image") or "registry.k8s.io/pause:3.10",
+                                      **((pod_spec or {}).get("container") or {})}],
+                      **{k: v for k, v in (pod_spec or {}).items() if k != "container"}}}
             for i in range(int(spec.get("replicas") or 1))]
     return [workload, pod_group, *pods]
