@@ -11,7 +11,7 @@ from typing import Sequence
 
 import yaml
 
-from webhook import completion, engine, explain, server_settings
+from webhook import completion, engine, explain, render_command, server_settings
 from webhook.validate import command as validate_command
 from webhook.certs_command import ip_address
 from webhook.view import StaticView
@@ -348,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_schemas)
 
     explain.add_parser(sub)
+    render_command.add_parser(sub)
     completion.add_parser(sub, parser)
     return parser
 

@@ -8,6 +8,10 @@
 //     a Job: the generated declarative validation of batch/v1 plus the hand-written
 //     k8s.io/kubernetes/pkg/apis/batch/validation.
 //
+//   - "build" (a case with "mode": "build", build.go): the CRD's tree built with
+//     workloadbuilder (BuildWorkload, NewPodGroup, NewCompositePodGroup), named as the
+//     in-tree Job controller names its objects; the objects as JSON (TypeMeta set).
+//
 // Input: one JSON case per line on stdin, {"id", "embedding", "object", "oldObject"}
 // (oldObject null on create). Output: one JSON line per case on stdout,
 // {"id", "errors": [{"type", "field", "detail"}]}, or {"id", "failure"} when the
@@ -82,11 +86,17 @@ func main() {
 		line, err := in.ReadBytes('\n')
 		if len(strings.TrimSpace(string(line))) > 0 {
 			var c testCase
-			if jerr := json.Unmarshal(line, &c); jerr != nil {
+			var bc buildCase
+			var reply any
+			if jerr := json.Unmarshal(line, &bc); jerr == nil && bc.Mode == "build" {
+				reply = build(bc)
+			} else if jerr := json.Unmarshal(line, &c); jerr != nil {
 				fmt.Fprintf(os.Stderr, "workload-oracle: a line that is not a case: %v\n", jerr)
 				os.Exit(2)
+			} else {
+				reply = judge(c)
 			}
-			if eerr := enc.Encode(judge(c)); eerr != nil {
+			if eerr := enc.Encode(reply); eerr != nil {
 				fmt.Fprintf(os.Stderr, "workload-oracle: %v\n", eerr)
 				os.Exit(2)
 			}

@@ -1,0 +1,73 @@
+"""`workload-webhook render -f OBJ…`: for each target object (a configured target or
+profile's kind, or a batch/v1 Job), the Workload and the CompositePodGroups and
+PodGroups an operator should create for it, built by webhook.builder; or, when the
+webhook would deny the object, its errors at the object's own paths. Exit codes as
+`validate`: 0 rendered (an object that is no target is only noted), 1 an object is denied,
+2 usage or input errors."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import yaml
+
+from webhook import engine
+from webhook.builder.targets import render
+from webhook.builder.types import BuildError
+from webhook.command_input import (EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, label, load, load_config,
+                                   profile as profile_arg)
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    r = subparsers.add_parser("render", help="print the Workload, CompositePodGroups and PodGroups a target object "
+                                             "should get (webhook.builder), or why it cannot")
+    r.add_argument("-f", "--filename", action="append", required=True, metavar="PATH",
+                   help="the target objects (file, directory or - for stdin); repeatable")
+    r.add_argument("--config", metavar="FILE", help="configuration file (docs/configuration.md)")
+    r.add_argument("--profile", action="append", type=profile_arg, metavar="P",
+                   help="a shipped profile (jobset, leaderworkerset, job-template:KIND.GROUP:JOBSPEC_PATH); repeatable")
+    r.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml",
+                   help="YAML documents, or one JSON List")
+    r.set_defaults(func=run)
+    return r
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = load_config(args.config, args.profile)
+    docs, problems = load(args.filename)
+    for p in problems:
+        print(f"{p.where}: error: {p.message}", file=sys.stderr)
+    if problems:
+        return EXIT_USAGE
+    status, objects = EXIT_OK, []
+    for doc in docs:
+        if not isinstance(doc.obj, dict):
+            print(f"{doc.file}: error: not an object", file=sys.stderr)
+            status = EXIT_VIOLATION
+            continue
+        kind, ident, _ = label(doc.obj)
+        verdict = engine.validate(engine.Request.for_object(doc.obj), cfg, scope="cli")
+        if not verdict.allowed:
+            for e in verdict.errors:
+                print(f"{doc.file}: {kind} {ident}: {e}", file=sys.stderr)
+            status = EXIT_VIOLATION
+            continue
+        try:
+            rendered = render(doc.obj, cfg)
+        except BuildError as exc:
+            print(f"{doc.file}: {kind} {ident}: cannot build: {exc}", file=sys.stderr)
+            status = EXIT_VIOLATION
+            continue
+        if rendered is None:
+            print(f"{doc.file}: {kind} {ident}: not a target: nothing to render", file=sys.stderr)
+            continue
+        if rendered.note:
+            print(f"{doc.file}: {kind} {ident}: {rendered.note}", file=sys.stderr)
+        objects += rendered.objects
+    if args.output == "json":
+        json.dump({"apiVersion": "v1", "kind": "List", "items": objects}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif objects:
+        yaml.safe_dump_all(objects, sys.stdout, sort_keys=False)
+    return status
