@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# The kopf extra: the example operator's e2e runs it (never a runtime dependency).
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test,kopf]'
 
 # zsh and fish: the unit tests run the completion scripts in them (bash is always there).
 if ! command -v zsh >/dev/null || ! command -v fish >/dev/null; then
