@@ -79,10 +79,10 @@ class ClusterView(Protocol):
     # not asked (those rules then judge only what the PodGroup says).
     def compositepodgroup(self, namespace: str, name: str) -> dict | None: ...
 
-    def member(self, namespace: str, group: str, label: str, joining, agrees):
-        """One existing member of pod group `group` (a Member), found by
-        the group label `label`; None when it has none. `joining`, `agrees`: what may be
-        answered without asking (the live view remembers a member per group)."""
+    def member(self, namespace: str, group: str, label: str, scheduler_name: str, policy: str | None):
+        """One existing member of pod group `group` (a Member), found by the group label
+        `label`; None when it has none. `scheduler_name`, `policy` (None: not compared): the
+        joining Pod's, which a remembered member that agrees may answer for without asking."""
 
     @property
     def synced(self) -> dict[str, bool]:
@@ -136,7 +136,9 @@ class StaticView:
     def compositepodgroup(self, namespace: str, name: str) -> dict | None:
         return self._objects.get(("CompositePodGroup", namespace or "default", name))
 
-    def member(self, namespace: str, group: str, label: str, joining, agrees):
+    def member(self, namespace: str, group: str, label: str, scheduler_name: str, policy: str | None):
+        if not self._pods:
+            return None
         for pod in self._pods:
             meta = pod["metadata"]
             phase = (pod.get("status") or {}).get("phase") if isinstance(pod.get("status"), dict) else None
@@ -170,5 +172,5 @@ class DisabledView:
     def compositepodgroup(self, namespace: str, name: str) -> dict | None:
         return None
 
-    def member(self, namespace: str, group: str, label: str, joining, agrees):
+    def member(self, namespace: str, group: str, label: str, scheduler_name: str, policy: str | None):
         return None

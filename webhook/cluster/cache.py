@@ -214,10 +214,10 @@ class ClusterCache:
         """A PodGroup's parent (the gang rules walk to the root): a GET, only for groups in a hierarchy."""
         return self._lookup(kinds.COMPOSITE_PODGROUP, namespace, name)
 
-    def member(self, namespace: str, group: str, label: str, joining, agrees):
+    def member(self, namespace: str, group: str, label: str, scheduler_name: str, policy: str | None):
         """One existing member of `group` (webhook/cluster/members.py), or None; counted as a lookup."""
         try:
-            found, source = self.members.member(namespace, group, label, joining, agrees)
+            found, source = self.members.member(namespace, group, label, scheduler_name, policy)
         except ClusterUnavailable:
             _answered("pods", "unavailable")
             raise

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from typing import Callable
 
 from webhook.cluster import api as api_mod
@@ -34,7 +33,8 @@ from webhook.view import ClusterUnavailable, Member, blocking, of_pod
 MEMBER_LIMIT = 3          # members asked for: they agree with each other (or the scheduler fails them already)
 MEMO_TTL = 30.0           # seconds a remembered member answers for its group
 FAILURE_PAUSE = 5.0       # seconds a failed LIST is not repeated (the join is then not judged by it)
-MEMO_SIZE = 4096          # groups remembered, least recently used dropped first
+MEMO_SIZE = 4096          # groups remembered, the oldest answer dropped first
+PREEMPT_LOWER = "PreemptLowerPriority"
 ACTIVE = "status.phase!=Succeeded,status.phase!=Failed"
 
 
@@ -43,38 +43,43 @@ class Members:
 
     def __init__(self, api: api_mod.Api, timeout: float, clock: Callable[[], float] = time.monotonic):
         self.api, self.timeout, self.clock = api, timeout, clock
-        self._memo: OrderedDict[tuple[str, str], tuple[float, Member | None]] = OrderedDict()
+        # (namespace, group) -> (when, the member; None: the LIST failed). Read without the lock
+        # (one dict lookup, atomic); written under it, the oldest dropped first past MEMO_SIZE.
+        self._memo: dict[tuple[str, str], tuple[float, Member | None]] = {}
         self._lock = threading.Lock()
 
-    def member(self, namespace: str, group: str, label: str, joining: Member,
-               agrees: Callable[[Member, Member], bool]) -> tuple[Member | None, str]:
-        """(a member of `group` to compare `joining` with or None, where the answer came from:
-        cache | api | missing). Asks the API server only when nothing is remembered or what is
-        remembered disagrees (`agrees`); a failed LIST is not asked again for FAILURE_PAUSE
-        seconds (ClusterUnavailable at once, as a namespace's labels)."""
+    def member(self, namespace: str, group: str, label: str, scheduler_name: str,
+               policy: str | None) -> tuple[Member | None, str]:
+        """(a member of `group` to compare a joining Pod with, or None; where the answer came
+        from: cache | api | missing). Answered from memory when what is remembered agrees with
+        the Pod's `scheduler_name` and (not None) `policy` (unset: PreemptLowerPriority), else
+        from one LIST; a failed LIST is not asked again for FAILURE_PAUSE seconds
+        (ClusterUnavailable at once, as a namespace's labels)."""
         key = (namespace, group)
         now = self.clock()
-        with self._lock:
-            hit = self._memo.get(key)
-            if hit is not None and hit[1] is None and now - hit[0] < FAILURE_PAUSE:
-                raise ClusterUnavailable(f"members of {group!r} not listed (failed {now - hit[0]:.1f}s ago)")
-            if hit is not None and hit[1] is not None and now - hit[0] < MEMO_TTL and agrees(hit[1], joining):
-                self._memo.move_to_end(key)
-                return hit[1], "cache"
+        hit = self._memo.get(key)
+        if hit is not None:
+            when, remembered = hit
+            if remembered is None:
+                if now - when < FAILURE_PAUSE:
+                    raise ClusterUnavailable(f"members of {group!r} not listed (failed {now - when:.1f}s ago)")
+            elif now - when < MEMO_TTL and remembered.scheduler_name == scheduler_name and (
+                    policy is None or (remembered.preemption_policy or PREEMPT_LOWER) == policy):
+                return remembered, "cache"
         try:
             found = self._list(namespace, group, label)
         except ClusterUnavailable:
             self._remember(key, now, None)
             raise
-        self._remember(key, now, found if found is not None else joining)
+        self._remember(key, now, found if found is not None else Member(scheduler_name, policy))
         return found, "api" if found is not None else "missing"
 
     def _remember(self, key: tuple[str, str], now: float, member: Member | None) -> None:
         with self._lock:
+            self._memo.pop(key, None)
             self._memo[key] = (now, member)
-            self._memo.move_to_end(key)
             while len(self._memo) > MEMO_SIZE:
-                self._memo.popitem(last=False)
+                del self._memo[next(iter(self._memo))]
 
     @blocking
     def _list(self, namespace: str, group: str, label: str) -> Member | None:

@@ -29,7 +29,7 @@ from typing import Any
 from webhook.bridge.dialects import DEFAULT_SCHEDULER
 from webhook.config import Config
 from webhook.field import FieldError, Path, by_rule, invalid
-from webhook.view import ClusterUnavailable, ClusterView, Member
+from webhook.view import ClusterUnavailable, ClusterView
 
 PREEMPT_LOWER = "PreemptLowerPriority"
 MAX_DEPTH = 4              # kube-apiserver's limit on a hierarchy ("maximum tree depth is 4")
@@ -41,50 +41,58 @@ def errors(pod: dict, podgroup: dict, group: str, namespace: str, cfg: Config, v
     """The GANG-1..3 errors of `pod` joining PodGroup `group` (the view's object)."""
     spec = pod.get("spec")
     spec = spec if isinstance(spec, dict) else {}
-    gated = cfg.gate(GATE_POLICY)
+    gated = cfg.featureGates.get(GATE_POLICY, False)
     out: list[FieldError] = []
-    root_kind, root_name, root = _root(podgroup, group, namespace, cfg, view)
+    policy = spec.get("preemptionPolicy") or (None if spec.get("priorityClassName") else PREEMPT_LOWER)
+    rspec = podgroup.get("spec")
+    rspec = rspec if isinstance(rspec, dict) else {}
+    if rspec.get("parentCompositePodGroupName"):
+        root_kind, root_name, root = _root(podgroup, group, namespace, cfg, view)
+        rspec = root.get("spec") if isinstance(root, dict) else None
+        rspec = rspec if isinstance(rspec, dict) else {}
+    else:
+        root_kind, root_name, root = "PodGroup", group, podgroup
     if root is not None:
-        rspec = root.get("spec") if isinstance(root.get("spec"), dict) else {}
-        have, want = _priority(spec), _priority(rspec)
-        if have is not None and want is not None and have != want:                                                                            # GANG-1
+        have, want = spec.get("priority"), rspec.get("priority")
+        if have != want:
+            have, want = _priority(spec), _priority(rspec)
+        if have != want and have is not None and want is not None:                                 # GANG-1
             out += by_rule([invalid(PRIORITY, have, _said(
                 f"all pods in a single pod group should have the same priority as the pod group's priority, "
                 f"got {have} and {want}", root_kind, root_name, group,
                 f"give the Pod the priority of {root_kind} {root_name!r}: "
                 + (f"priorityClassName {rspec['priorityClassName']!r}" if rspec.get("priorityClassName")
                    else f"a priorityClassName whose value is {want}" if want else "no priorityClassName (priority 0)")
-                + f", or create the group with the Pod's class"))], "GANG-1")
-        if gated:
-            have_p, want_p = _known_policy(spec), _known_policy(rspec)
-            if have_p is not None and want_p is not None and have_p != want_p:                                                                    # GANG-2
-                out += by_rule([invalid(POLICY, have_p, _said(
-                    f"all pods in a single pod group should have the same preemption policy as the pod group's "
-                    f"preemption policy, got {have_p} and {want_p}", root_kind, root_name, group,
-                    f"give the Pod a priorityClassName whose preemptionPolicy is {want_p}, "
-                    f"as {root_kind} {root_name!r} has"))], "GANG-2")
-    joining = Member(_scheduler(spec, cfg), spec.get("preemptionPolicy") if isinstance(
-        spec.get("preemptionPolicy"), str) else None)
+                + ", or create the group with the Pod's class"))], "GANG-1")
+        want_p = (rspec.get("preemptionPolicy") or _known_policy(rspec)) if gated else None
+        if want_p != policy and want_p is not None and policy is not None:                          # GANG-2
+            out += by_rule([invalid(POLICY, policy, _said(
+                f"all pods in a single pod group should have the same preemption policy as the pod group's "
+                f"preemption policy, got {policy} and {want_p}", root_kind, root_name, group,
+                f"give the Pod a priorityClassName whose preemptionPolicy is {want_p}, "
+                f"as {root_kind} {root_name!r} has"))], "GANG-2")
     ask = getattr(view, "member", None)
     if ask is None:
         return out
+    name = spec.get("schedulerName")
+    if not isinstance(name, str) or not name or name in cfg.bridge.schedulerNames:
+        name = _scheduler(spec, cfg)
     try:
-        member = ask(namespace, group, cfg.groupLabel, joining, _agrees_gated if gated else _agrees)
+        member = ask(namespace, group, cfg.groupLabel, name, None if gated else policy)
     except ClusterUnavailable:
         return out
     if member is None:
         return out
-    if member.scheduler_name != joining.scheduler_name:                                             # GANG-3
-        out += by_rule([invalid(SCHEDULER, joining.scheduler_name, _said(
+    if member.scheduler_name != name:                                                               # GANG-3
+        out += by_rule([invalid(SCHEDULER, name, _said(
             f"all pods in a single pod group should have the same .spec.schedulerName set, got: "
-            f"{joining.scheduler_name!r} and {member.scheduler_name!r}", "PodGroup", group, group,
+            f"{name!r} and {member.scheduler_name!r}", "PodGroup", group, group,
             f"set spec.schedulerName: {member.scheduler_name} as the group's members have"))], "GANG-3")
-    if not gated and _known_policy(spec) is not None \
-            and _policy(member.preemption_policy) != _policy(joining.preemption_policy):                # GANG-2
-        have_p, want_p = _policy(joining.preemption_policy), _policy(member.preemption_policy)
-        out += by_rule([invalid(POLICY, have_p, _said(
-            f"all pods in a single pod group should have the same preemption policy, got {have_p} and {want_p}",
-            "PodGroup", group, group, f"give the Pod a priorityClassName whose preemptionPolicy is {want_p}, "
+    theirs = member.preemption_policy or PREEMPT_LOWER
+    if not gated and policy is not None and theirs != policy:                                       # GANG-2
+        out += by_rule([invalid(POLICY, policy, _said(
+            f"all pods in a single pod group should have the same preemption policy, got {policy} and {theirs}",
+            "PodGroup", group, group, f"give the Pod a priorityClassName whose preemptionPolicy is {theirs}, "
             "as the group's members have"))], "GANG-2")
     return out
 
@@ -138,20 +146,8 @@ def _known_policy(spec: dict) -> Any:
     return p
 
 
-def _policy(value: Any) -> Any:
-    return PREEMPT_LOWER if value is None else value
-
-
 def _scheduler(spec: dict, cfg: Config) -> str:
     name = spec.get("schedulerName")
-    name = name if isinstance(name, str) and name else DEFAULT_SCHEDULER      # the API server's default
-    return DEFAULT_SCHEDULER if name in cfg.bridge.schedulerNames else name
-
-
-def _agrees(remembered: Member, joining: Member) -> bool:
-    return remembered.scheduler_name == joining.scheduler_name and \
-        _policy(remembered.preemption_policy) == _policy(joining.preemption_policy)
-
-
-def _agrees_gated(remembered: Member, joining: Member) -> bool:
-    return remembered.scheduler_name == joining.scheduler_name
+    if not isinstance(name, str) or not name:
+        return DEFAULT_SCHEDULER                       # the API server's default
+    return DEFAULT_SCHEDULER if cfg.bridge.schedulerNames and name in cfg.bridge.schedulerNames else name
