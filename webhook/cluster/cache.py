@@ -215,13 +215,15 @@ class ClusterCache:
         return self._lookup(kinds.COMPOSITE_PODGROUP, namespace, name)
 
     def member(self, namespace: str, group: str, label: str, scheduler_name: str, policy: str | None):
-        """One existing member of `group` (webhook/cluster/members.py), or None; counted as a lookup."""
+        """One existing member of `group` (webhook/cluster/members.py), or None. Counted as a lookup of
+        pods only when the API server was asked (a remembered answer is no lookup: not counted per join)."""
         try:
             found, source = self.members.member(namespace, group, label, scheduler_name, policy)
         except ClusterUnavailable:
             _answered("pods", "unavailable")
             raise
-        _answered("pods", source)
+        if source != "cache":
+            _answered("pods", source)
         return found
 
 
