@@ -151,7 +151,7 @@ def test_gang_3_a_scheduler_other_than_the_members(scheduler, api, namespace, ex
     api.must("POST", f"/api/v1/namespaces/{namespace}/pods", scenario_pod("w-0", scenario, {LABEL: "train"}))
     body = refused(api, namespace, scenario_pod("w-1", scenario, {LABEL: "train"}, schedulerName="second-profile"))
     assert ("all pods in a single pod group should have the same .spec.schedulerName set, got: "
-            "'second-profile' and 'default-scheduler'") in body["message"] and "(GANG-3)" in body["message"], body
+            "\"second-profile\" and \"default-scheduler\"") in body["message"] and "(GANG-3)" in body["message"], body
 
     api.must("POST", PG.format(namespace), gang(namespace, "train-second"))
     placed(api, namespace, scenario, [scenario_pod("", scenario, {LABEL: "train-second"},

@@ -82,7 +82,7 @@ def test_without_the_gate_the_policy_is_the_members():
 def test_a_scheduler_other_than_the_members_is_refused():
     v = joined(pod({LABEL: "pg"}, schedulerName="second-profile"), podgroup("pg"), member())
     assert rules(v) == ["GANG-3"] and str(v.errors[0].field) == "spec.schedulerName"
-    assert "same .spec.schedulerName set, got: 'second-profile' and 'default-scheduler'" in v.errors[0].detail
+    assert "same .spec.schedulerName set, got: \"second-profile\" and \"default-scheduler\"" in v.errors[0].detail
     assert "set spec.schedulerName: default-scheduler" in v.errors[0].detail
 
 

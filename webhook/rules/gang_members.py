@@ -86,7 +86,7 @@ def errors(pod: dict, podgroup: dict, group: str, namespace: str, cfg: Config, v
     if member.scheduler_name != name:                                                               # GANG-3
         out += by_rule([invalid(SCHEDULER, name, _said(
             f"all pods in a single pod group should have the same .spec.schedulerName set, got: "
-            f"{name!r} and {member.scheduler_name!r}", "PodGroup", group, group,
+            f'"{name}" and "{member.scheduler_name}"', "PodGroup", group, group,
             f"set spec.schedulerName: {member.scheduler_name} as the group's members have"))], "GANG-3")
     theirs = member.preemption_policy or PREEMPT_LOWER
     if not gated and policy is not None and theirs != policy:                                       # GANG-2
