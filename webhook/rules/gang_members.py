@@ -69,8 +69,9 @@ def errors(pod: dict, podgroup: dict, group: str, namespace: str, cfg: Config, v
             out += by_rule([invalid(POLICY, policy, _said(
                 f"all pods in a single pod group should have the same preemption policy as the pod group's "
                 f"preemption policy, got {policy} and {want_p}", root_kind, root_name, group,
-                f"give the Pod a priorityClassName whose preemptionPolicy is {want_p}, "
-                f"as {root_kind} {root_name!r} has"))], "GANG-2")
+                f"give the Pod preemptionPolicy {want_p}, as {root_kind} {root_name!r} has "
+                f"(a priorityClassName whose preemptionPolicy is {want_p}, or the field itself without a class)"))],
+                "GANG-2")
     ask = getattr(view, "member", None)
     if ask is None:
         return out
@@ -92,8 +93,9 @@ def errors(pod: dict, podgroup: dict, group: str, namespace: str, cfg: Config, v
     if not gated and policy is not None and theirs != policy:                                       # GANG-2
         out += by_rule([invalid(POLICY, policy, _said(
             f"all pods in a single pod group should have the same preemption policy, got {policy} and {theirs}",
-            "PodGroup", group, group, f"give the Pod a priorityClassName whose preemptionPolicy is {theirs}, "
-            "as the group's members have"))], "GANG-2")
+            "PodGroup", group, group, f"give the Pod preemptionPolicy {theirs}, as the group's members have "
+            f"(a priorityClassName whose preemptionPolicy is {theirs}, or the field itself without a class)"))],
+            "GANG-2")
     return out
 
 
