@@ -44,6 +44,7 @@ RULES: tuple[Rule, ...] = (
     Rule("POD-1", POD, own=True), Rule("POD-2", POD, violates=False), Rule("POD-3", POD, own=True),
     Rule("POD-4", POD, own=True), Rule("POD-5", POD, own=True),
     *_ids("POD", 6, 8, POD, violates=False),
+    *_ids("GANG", 1, 3, POD, own=True),       # what kube-scheduler fails a whole group for (rules/gang_members.py)
     *_ids("ADM", 1, 7, "protocol", violates=False),
     Rule("BRG-1", BRIDGE, violates=False),    # warnings on foreign PodGroups
     Rule("BRG-2", BRIDGE, own=True), Rule("BRG-3", BRIDGE, own=True),

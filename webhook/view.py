@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Iterable, NamedTuple, Protocol
 
 from webhook import kinds
 
@@ -75,9 +75,34 @@ class ClusterView(Protocol):
     def namespace_labels(self, name: str) -> dict | None:
         """The labels of a namespace (enforcement by namespace); None when unknown."""
 
+    # The gang rules (webhook/rules/gang_members.py) ask these two; a view without them is
+    # not asked (those rules then judge only what the PodGroup says).
+    def compositepodgroup(self, namespace: str, name: str) -> dict | None: ...
+
+    def member(self, namespace: str, group: str, label: str, scheduler_name: str, policy: str | None):
+        """One existing member of pod group `group` (a Member), found by the group label
+        `label`; None when it has none. `scheduler_name`, `policy` (None: not compared): the
+        joining Pod's, which a remembered member that agrees may answer for without asking."""
+
     @property
     def synced(self) -> dict[str, bool]:
         """Plural -> whether that part of the view is complete (a watch cache syncs)."""
+
+
+class Member(NamedTuple):
+    """What the gang rules compare of a pod group's existing member (GANG-2, GANG-3)."""
+    scheduler_name: str
+    preemption_policy: str | None          # None: unset (the scheduler reads PreemptLowerPriority)
+
+
+def of_pod(pod: dict) -> Member:
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    spec = spec if isinstance(spec, dict) else {}
+    name, policy = spec.get("schedulerName"), spec.get("preemptionPolicy")
+    return Member(name if isinstance(name, str) and name else "default-scheduler", policy if isinstance(policy, str) else None)
+
+
+_KEPT = frozenset(k.kind for k in (*kinds.CACHED, kinds.COMPOSITE_PODGROUP))
 
 
 class StaticView:
@@ -89,21 +114,38 @@ class StaticView:
     def __init__(self, objects: Iterable[dict] = (), authoritative: bool = False):
         self.authoritative = authoritative
         self._objects: dict[tuple[str, str, str], dict] = {}
+        self._pods: list[dict] = []           # existing members, for the gang rules
         for obj in objects:
             if not isinstance(obj, dict):
                 continue
             group = str(obj.get("apiVersion", "")).split("/")[0]
             meta = obj.get("metadata") or {}
-            if group == kinds.SCHEDULING and obj.get("kind") in {k.kind for k in kinds.CACHED} and isinstance(meta, dict):
+            if group == kinds.SCHEDULING and obj.get("kind") in _KEPT and isinstance(meta, dict):
                 self._objects[(obj["kind"], meta.get("namespace") or "default", meta.get("name") or "")] = obj
             elif obj.get("apiVersion") == "v1" and obj.get("kind") == "Namespace" and isinstance(meta, dict):
                 self._objects[("Namespace", "", meta.get("name") or "")] = obj
+            elif obj.get("apiVersion") == "v1" and obj.get("kind") == "Pod" and isinstance(meta, dict):
+                self._pods.append(obj)
 
     def podgroup(self, namespace: str, name: str) -> dict | None:
         return self._objects.get(("PodGroup", namespace or "default", name))
 
     def workload(self, namespace: str, name: str) -> dict | None:
         return self._objects.get(("Workload", namespace or "default", name))
+
+    def compositepodgroup(self, namespace: str, name: str) -> dict | None:
+        return self._objects.get(("CompositePodGroup", namespace or "default", name))
+
+    def member(self, namespace: str, group: str, label: str, scheduler_name: str, policy: str | None):
+        if not self._pods:
+            return None
+        for pod in self._pods:
+            meta = pod["metadata"]
+            phase = (pod.get("status") or {}).get("phase") if isinstance(pod.get("status"), dict) else None
+            if (meta.get("namespace") or "default") == (namespace or "default") and phase not in ("Succeeded", "Failed") \
+                    and isinstance(meta.get("labels"), dict) and meta["labels"].get(label) == group:
+                return of_pod(pod)
+        return None
 
     def namespace_labels(self, name: str) -> dict | None:
         ns = self._objects.get(("Namespace", "", name))
@@ -125,4 +167,10 @@ class DisabledView:
         return None
 
     def namespace_labels(self, name: str) -> dict | None:
+        return None
+
+    def compositepodgroup(self, namespace: str, name: str) -> dict | None:
+        return None
+
+    def member(self, namespace: str, group: str, label: str, scheduler_name: str, policy: str | None):
         return None

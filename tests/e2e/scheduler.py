@@ -9,6 +9,7 @@ left Pending by other tests never land on them, and scenarios never share
 capacity."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -29,9 +30,12 @@ class Scheduler:
     """kube-scheduler on loopback: no leader election, no serving port, the API
     server's feature gates, its log at -v=2 (names each pod group decision)."""
 
-    def __init__(self, bin_dir: str, cluster, work_dir: Path):
+    def __init__(self, bin_dir: str, cluster, work_dir: Path, profiles: tuple[str, ...] = ()):
+        """`profiles`: scheduler names of a KubeSchedulerConfiguration's profiles (default
+        plugins each), instead of the one default profile."""
         self.binary = os.path.join(bin_dir, "kube-scheduler")
         self.cluster, self.log_path = cluster, Path(work_dir) / "kube-scheduler.log"
+        self.profiles, self.config_path = profiles, Path(work_dir) / "kube-scheduler.yaml"
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Scheduler":
@@ -40,6 +44,13 @@ class Scheduler:
         gates = ",".join(f"{k}={'true' if v else 'false'}" for k, v in self.cluster.feature_gates.items())
         args = [self.binary, f"--kubeconfig={self.cluster.kubeconfig('admin')}", "--leader-elect=false",
                 "--secure-port=0", f"--feature-gates={gates}", "-v=2"]
+        if self.profiles:        # with --config the deprecated flags (--kubeconfig, --leader-elect) are ignored
+            self.config_path.write_text(json.dumps({
+                "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                "clientConnection": {"kubeconfig": self.cluster.kubeconfig("admin")},
+                "leaderElection": {"leaderElect": False},
+                "profiles": [{"schedulerName": name} for name in self.profiles]}))
+            args = [self.binary, f"--config={self.config_path}", "--secure-port=0", f"--feature-gates={gates}", "-v=2"]
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True)

@@ -149,7 +149,8 @@ def test_the_projection_is_small_and_keeps_no_managed_fields():
     kept = projection.unpack(packed)
     assert "managedFields" not in kept["metadata"] and "labels" not in kept["metadata"]
     assert kept == {"metadata": {"name": "pg", "namespace": "ml", "resourceVersion": "371"},
-                    "spec": {"workloadRef": {"workloadName": "job-3"}, "resourceClaims": [GPU]}}
+                    "spec": {"workloadRef": {"workloadName": "job-3"}, "priority": 0,
+                             "preemptionPolicy": "PreemptLowerPriority", "resourceClaims": [GPU]}}
 
 
 def test_a_lookup_returns_a_fresh_object():

@@ -10,6 +10,9 @@ server), sized by what admission reads, with a bounded direct GET on a miss.
   and a job's controller creates its Workload a moment before its PodGroup, so
   a watch would usually not have it yet either. One bounded GET each
   (bench/README.md has the numbers).
+- The gang rules (webhook/rules/gang_members.py) read a PodGroup's
+  CompositePodGroup parents with a GET (only groups in a hierarchy) and one
+  existing member with a bounded, remembered LIST (webhook/cluster/members.py).
 
 The store is a pure function of its events, tested without any server; the
 informer threads around it are proven against a real API server in e2e."""
@@ -20,6 +23,7 @@ import time
 
 from webhook import kinds
 from webhook.cluster import api as api_mod
+from webhook.cluster import members as members_mod
 from webhook.cluster import projection
 from webhook.cluster.api import Api
 from webhook.cluster.store import PackedStore
@@ -112,6 +116,7 @@ class ClusterCache:
         self.api_client = api_client          # webhook.cluster.events writes with it
         self._namespaces: dict[str, tuple[float, dict | None]] = {}
         self.informers = {k.plural: Informer(self.api, k.plural, k.versions) for k in WATCHED}
+        self.members = members_mod.Members(self.api, timeout)
         for plural, listed in (snapshot or {}).items():
             if plural in self.informers:
                 self.informers[plural].restore(*listed)
@@ -204,6 +209,22 @@ class ClusterCache:
 
     def workload(self, namespace: str, name: str) -> dict | None:
         return self._lookup(kinds.WORKLOAD, namespace, name)
+
+    def compositepodgroup(self, namespace: str, name: str) -> dict | None:
+        """A PodGroup's parent (the gang rules walk to the root): a GET, only for groups in a hierarchy."""
+        return self._lookup(kinds.COMPOSITE_PODGROUP, namespace, name)
+
+    def member(self, namespace: str, group: str, label: str, scheduler_name: str, policy: str | None):
+        """One existing member of `group` (webhook/cluster/members.py), or None. Counted as a lookup of
+        pods only when the API server was asked (a remembered answer is no lookup: not counted per join)."""
+        try:
+            found, source = self.members.member(namespace, group, label, scheduler_name, policy)
+        except ClusterUnavailable:
+            _answered("pods", "unavailable")
+            raise
+        if source != "cache":
+            _answered("pods", source)
+        return found
 
 
 def _read(api: Api, path: str, timeout) -> tuple[int, str, dict]:

@@ -9,12 +9,18 @@ webhook/mutation/pods.py):
 - `metadata.deletionTimestamp` (POD-5: no Pod joins a group being deleted);
 - `spec.resourceClaims[*]` `name`, `resourceClaimName`,
   `resourceClaimTemplateName` (POD-4: the claims copied into the Pod);
-- `spec.workloadRef.workloadName` (POD-8: the workload label).
+- `spec.workloadRef.workloadName` (POD-8: the workload label);
+- `spec.priority`, `spec.priorityClassName` (named in GANG-1's message),
+  `spec.preemptionPolicy` and `spec.parentCompositePodGroupName` (GANG-1,
+  GANG-2: the Pod's priority and preemption policy against the root group's,
+  the hierarchy walked up from the parent; webhook/rules/gang_members.py):
+  55 bytes more per PodGroup packed (priority 0 and the default policy, as the
+  API server stores them).
 
 Kept besides: `metadata.name` and `namespace` (the object's key) and
 `metadata.resourceVersion` (where the cache is). Dropped: managed fields,
 labels, annotations, owner references, finalizers, the policy, constraints,
-disruption mode, priority, status. The shape check runs on the whole object
+disruption mode, status. The shape check runs on the whole object
 here, once per version: an object the rules would call malformed is kept
 whole, so they still do. tests/unit/test_projection.py proves the rules give
 the same verdict and patch on the projection as on the whole object.
@@ -32,6 +38,7 @@ from webhook.blocks.claims import REFS
 from webhook.schemas import structural_errors
 
 CLAIM_KEYS = ("name", *REFS)
+GANG_KEYS = ("priority", "priorityClassName", "preemptionPolicy", "parentCompositePodGroupName")
 METADATA_KEYS = ("name", "namespace", "resourceVersion", "deletionTimestamp")
 
 
@@ -52,6 +59,9 @@ def podgroup(obj: Any) -> Any:
     ref = spec.get("workloadRef")
     if isinstance(ref, dict) and ref.get("workloadName") is not None:
         kept["workloadRef"] = {"workloadName": ref["workloadName"]}
+    for key in GANG_KEYS:
+        if spec.get(key) is not None:
+            kept[key] = spec[key]
     claims = spec.get("resourceClaims")
     if claims:
         kept["resourceClaims"] = [{k: c[k] for k in CLAIM_KEYS if k in c} for c in claims]

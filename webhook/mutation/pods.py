@@ -16,6 +16,7 @@ from webhook.config import Config
 from webhook.field import FieldError, FieldWarning, Path, by_rule, invalid, warning
 from webhook.verdict import Verdict
 from webhook.mutation import additions, lookup
+from webhook.rules import gang_members
 from webhook.rules.pods import membership, shape_errors
 
 
@@ -74,6 +75,9 @@ def plan_join(pod: dict, name: str, namespace: str, cfg: Config, view: ClusterVi
         # Denied unless the enforcement config relaxes POD-4/POD-5: then the Pod still joins
         # its group (membership and labels), without the claims.
         claims_added, containers = (), ()
+    if found.podgroup is not None and not found_errors:
+        # GANG-1..3 after the claims: relaxed by the enforcement config, the Pod joins with them.
+        errors += gang_members.errors(pod, found.podgroup, name, namespace, cfg, view)
     labels, unfit = _labels(have, wanted)
     return Join(group=name, scheduling_group=spec.get("schedulingGroup") is None,                # POD-1
                 labels=labels, claims=claims_added,
