@@ -7,7 +7,7 @@ apiVersion/kind: `--fail-on-skipped` fails those); unrelated kinds are counted
 apart, and `--skip` adds kinds to them. An input with no object at all is an
 error. With `--crd`, the fields beside the blocks are checked against the
 CRD's schema too (webhook/crd_fields.py), as kubectl's strict field
-validation does. Many objects are judged on several cores (parallel_judging). The output formats are webhook/validate_output."""
+validation does. Many objects are judged on several cores (parallel_judging). The output formats are webhook/validate/output/."""
 from __future__ import annotations
 
 import argparse
@@ -17,16 +17,15 @@ import sys
 from webhook import collector, crd_fields, engine, manifests
 from webhook.validate import coverage, parallel_judging
 from webhook.view import StaticView
-from webhook.command_input import (EXIT_OK, EXIT_USAGE, label, load, load_config, package_version,
-                                   profile as parse_profile)
+from webhook.command_input import EXIT_OK, EXIT_USAGE, config_args, label, load, load_config, package_version
 from webhook.field import ROOT, invalid
 from webhook.validate.output import FORMATS, render
 from webhook.validate.output.model import SKIPPED, UNRELATED, Report, Result, judged
 from webhook.verdict import Verdict
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
-    v = sub.add_parser("validate", help="validate manifests offline with the webhook's rules")
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    v = subparsers.add_parser("validate", help="validate manifests offline with the webhook's rules")
     v.add_argument("-f", "--filename", action="extend", nargs="+", required=True, metavar="PATH",
                    help="files or directories (YAML, multi-document, or JSON); repeatable; - for stdin")
     v.add_argument("--old", action="append", metavar="PATH",
@@ -34,10 +33,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     v.add_argument("--crd", action="append", metavar="PATH",
                    help="CustomResourceDefinitions (file or directory; repeatable): fields their schemas do not "
                         "declare are errors, as kubectl's strict field validation says them")
-    v.add_argument("--config", metavar="FILE", help="configuration file (docs/configuration.md)")
-    v.add_argument("--profile", action="append", type=parse_profile, metavar="NAME",
-                   help="add a shipped profile: jobset, leaderworkerset (lws), job-template:KIND.GROUP:JOBSPEC_PATH; "
-                        "repeatable")
+    config_args(v)
     v.add_argument("--fail-on", choices=("deny", "warn", "audit"), default="deny",
                    help="exit 1 on violations enforced at or above this action (enforcement config; default deny)")
     v.add_argument("--fail-on-skipped", action="store_true",

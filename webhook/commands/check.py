@@ -175,6 +175,18 @@ def check_once(api, name: str, namespace: str) -> tuple[str | None, int]:
     return problem, count
 
 
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    ck = subparsers.add_parser("check", help="is a release admitting? (registered, and every endpoint denies a POL-2 "
+                                             "probe sent as the API server sends it); the chart's helm test")
+    ck.add_argument("--name", default="workload-webhook", help="the webhook configurations' name")
+    ck.add_argument("--namespace", default="default", help="the namespace the probe objects name (nothing is created)")
+    ck.add_argument("--kubeconfig", metavar="FILE",
+                    help="default: $KUBECONFIG, else ~/.kube/config, else in-cluster (as kubectl)")
+    ck.add_argument("--timeout", type=float, default=60, metavar="SECONDS", help="how long to wait; default 60")
+    ck.set_defaults(func=run)
+    return ck
+
+
 def run(args: argparse.Namespace) -> int:
     from webhook.cluster import credentials, failure
     try:
