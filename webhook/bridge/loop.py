@@ -26,7 +26,7 @@ from webhook.bridge.dialects import BRIDGE_LABEL, BY_NAME, Dialect, enabled
 from webhook.bridge.lease import Lease
 from webhook.bridge.watch import Store
 from webhook.cluster import events
-from webhook.cluster.api import Api, path
+from webhook.cluster.api import BRIDGE, Api, path
 from webhook.cluster.watch import ListWatch
 from webhook.kinds import PODGROUP, SCHEDULING
 
@@ -123,7 +123,8 @@ class WorkQueue:
 
 class Bridge:
     def __init__(self, api_client, bridge_settings, identity: str | None = None, environ=os.environ):
-        self.api, self.settings = Api.of(api_client) if api_client is not None else None, bridge_settings
+        self.api = Api.of(api_client, field_manager=BRIDGE) if api_client is not None else None   # its writes: managedFields
+        self.settings = bridge_settings
         self.dialects: tuple[Dialect, ...] = enabled(bridge_settings)
         self.identity = identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         self.lease = Lease(self.api, lease_namespace(bridge_settings.leaseNamespace, environ),

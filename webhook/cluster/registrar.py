@@ -42,6 +42,7 @@ from typing import NamedTuple
 
 import yaml
 
+from webhook.cluster.api import REGISTRAR
 from webhook.cluster.webhook_configurations import KINDS, VALIDATING, ready_endpoints
 
 log = logging.getLogger("workload_webhook.registrar")
@@ -338,9 +339,9 @@ class Registrar:
                 return False
             try:
                 if existing is None:
-                    create(body, _request_timeout=TIMEOUT)
+                    create(body, field_manager=REGISTRAR, _request_timeout=TIMEOUT)
                 else:
-                    replace(name, body, _request_timeout=TIMEOUT)
+                    replace(name, body, field_manager=REGISTRAR, _request_timeout=TIMEOUT)
                 return True
             except ApiException as exc:
                 if exc.status != 409:       # a concurrent writer (another replica): read again
