@@ -25,7 +25,7 @@ COMMANDS = (
     vap,
     schemas,
     explain,
-    # render: webhook/commands/render.py (the builder's branch)
+    # render: the builder's branch (its webhook/render_command.py, here as commands/render.py)
     completion,
 )
 
