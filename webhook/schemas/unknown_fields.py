@@ -57,12 +57,13 @@ def unknown_fields(obj: Any, crds: "CrdSchemas | None" = None) -> list[FieldErro
 
 
 def added(verdict: Verdict, obj: Any, crds: "CrdSchemas | None" = None) -> Verdict:
-    """The verdict plus the object's unknown fields, each once (a block's own schema may have
-    named one already); a CRD's object counts as checked (its schema judged it)."""
+    """The verdict (enforced already) plus the object's unknown fields, each once: a field a
+    rule named already, denied or relaxed, is not named again (a block's own schema names its
+    unknown fields); a CRD's object counts as checked (its schema judged it)."""
     found = unknown_fields(obj, crds)
     if found is None:
         return verdict
-    named = {str(e.field) for e in verdict.errors}
+    named = {str(e.field) for e in [*verdict.errors, *verdict.warned, *verdict.audits]}   # relaxed ones too
     extra = [e for e in found if str(e.field) not in named]
     checked = verdict.checked or _core_kind(obj) is None
     if not extra and checked == verdict.checked:
