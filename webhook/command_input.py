@@ -1,5 +1,6 @@
-"""What the commands that read files share: the configuration (a file plus
-shipped profiles), the manifests, how an object is named, the exit codes."""
+"""What the commands (webhook/commands/) share: the configuration (a file plus
+shipped profiles), the manifests, how an object is named, the exit codes, the
+flags several commands take."""
 from __future__ import annotations
 
 import argparse
@@ -26,11 +27,8 @@ def profile(text: str) -> str | dict:
 
 
 def load_config(path: str | None, profiles: list | None = None) -> config_mod.Config:
-    try:
-        return config_mod.load(path, profiles or ())
-    except config_mod.ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
+    """The file plus the profiles; a config_mod.ConfigError is said and exits 2 (webhook/cli.py)."""
+    return config_mod.load(path, profiles or ())
 
 
 def load(paths: list[str]) -> tuple[list[manifests.Document], list[manifests.FileProblem]]:
@@ -63,3 +61,49 @@ def exit_now(code: int) -> None:
     except BrokenPipeError:
         pass
     os._exit(code)
+
+
+def at_least(low: int):
+    """argparse type: an integer no smaller than `low`."""
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}")
+        return value
+    return parse
+
+
+def config_args(p: argparse.ArgumentParser) -> None:
+    """The configuration of the commands that judge objects: a file plus shipped profiles."""
+    p.add_argument("--config", metavar="FILE", help="configuration file (docs/configuration.md)")
+    p.add_argument("--profile", action="append", type=profile, metavar="NAME",
+                   help="add a shipped profile: jobset, leaderworkerset (lws), job-template:KIND.GROUP:JOBSPEC_PATH; "
+                        "repeatable")
+
+
+def resource_args(p: argparse.ArgumentParser) -> None:
+    """Where the targets' resource names come from (see target_resources)."""
+    p.add_argument("--crd", action="append", metavar="PATH",
+                   help="the targets' CustomResourceDefinitions (file or directory; repeatable): their plurals")
+    p.add_argument("--kubeconfig", metavar="FILE", help="ask this cluster's discovery for the targets' resources")
+
+
+def target_resources(args: argparse.Namespace, targets):
+    """The targets' resource names (--kubeconfig: discovery; --crd: the CRDs; else the config),
+    or None after saying which target has none (webhook.cluster.discovery)."""
+    from webhook.cluster.discovery import resources_from
+    from webhook.targets import UnknownResource
+    crds, problems = load(args.crd) if args.crd else ([], [])
+    for p in problems:
+        print(f"{p.where}: error: {p.message}", file=sys.stderr)
+    if problems:
+        return None
+    try:
+        return resources_from(targets, crds, args.kubeconfig)
+    except UnknownResource as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+    except Exception as exc:         # an unreachable cluster, a refused discovery
+        print(f"error: --kubeconfig {args.kubeconfig}: {(str(exc).splitlines() or [type(exc).__name__])[0]}",
+              file=sys.stderr)
+    return None

@@ -220,13 +220,3 @@ def fish(root: Command) -> str:
 def script(shell: str, parser: argparse.ArgumentParser) -> str:
     return {"bash": bash, "zsh": zsh, "fish": fish}[shell](tree(parser))
 
-
-def add_parser(sub, root: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    c = sub.add_parser("completion", help="print a shell completion script: bash, zsh or fish")
-    c.add_argument("shell", choices=SHELLS)
-
-    def run(args: argparse.Namespace) -> int:
-        print(script(args.shell, root), end="")
-        return 0
-    c.set_defaults(func=run)
-    return c

@@ -14,7 +14,6 @@ from webhook.verdict import Verdict
 from webhook.mutation import gang_default, patch, pods
 from webhook.mutation.defaults import default_target
 from webhook.rules import composite_podgroup, crd, job, pod_templates, podgroup, pods as pod_rules, workload
-from webhook.schemas import strict
 
 NOT_JUDGED = ("DELETE", "CONNECT")
 
@@ -67,30 +66,10 @@ def _guarded(fn, *args) -> Verdict:
 
 
 def validate(req: Request, cfg: Config, view: ClusterView | None = None, scope: str = "admission") -> Verdict:
-    """`scope` (admission | cli | audit) selects the enforcement overrides that apply. In `cli` the
-    core kinds' unknown fields are named too, as kubectl's strict decoding names them (an object
-    from the API server has none: it dropped or refused them)."""
+    """`scope` (admission | cli | audit) selects the enforcement overrides that apply. Unknown
+    fields are not the engine's: `validate` adds them (webhook/schemas/unknown_fields.py)."""
     view = view or DisabledView()
-    verdict = _guarded(_validate, req, cfg, view)
-    if scope == "cli":
-        verdict = _with_unknown_fields(verdict, req)
-    return _enforced(verdict, req, cfg, view, scope)
-
-
-def _with_unknown_fields(verdict: Verdict, req: Request) -> Verdict:
-    core = kinds.scheduling_kind(req.group, req.version, req.kind)
-    if core is None or req.operation in NOT_JUDGED or not isinstance(req.object, dict):
-        return verdict
-    named = {e.field for e in verdict.errors}
-    extra = [e for e in _guarded_list(strict.unknown_fields, core.kind.lower(), req.object) if e.field not in named]
-    return replace(verdict, errors=verdict.errors + extra) if extra else verdict
-
-
-def _guarded_list(fn, *args) -> list[FieldError]:
-    try:
-        return fn(*args)
-    except RecursionError:
-        return []           # the rules' own answer already says the object is nested too deeply
+    return _enforced(_guarded(_validate, req, cfg, view), req, cfg, view, scope)
 
 
 def mutate(req: Request, cfg: Config, view: ClusterView | None = None, scope: str = "admission") -> Verdict:

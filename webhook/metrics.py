@@ -70,7 +70,7 @@ EVENTS_DROPPED = Counter("workload_webhook_events_dropped_total",
 EVENTS_DROP_REASONS = ("rate_limited", "queue_full", "failed")
 
 
-class Admission:
+class AdmissionMetrics:
     """The admission path's metrics with their children looked up once: `labels()` costs
     a few microseconds per call, and every Pod of a burst goes through here."""
 

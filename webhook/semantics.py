@@ -130,9 +130,9 @@ class Exclusive:
 
 
 @dataclass(frozen=True)
-class Report:
+class OperatorWording:
     """How a check states the operator's own rule: its error type, a fixed bad value
-    (OMIT: the check's own), and its text. A check with a Report is a mirror of that
+    (OMIT: the check's own), and its text. A check with a OperatorWording is a mirror of that
     operator: its errors carry the text unchanged and no rule id (they always deny);
     `rule` is the catalogue's id of the operator's rule (JS-n, LWS-n: metrics and logs)."""
     type: str
@@ -150,7 +150,7 @@ class Guarded:
     when: FieldPath | None = None
     unless: Cond | None = None
     at: FieldPath | None = None
-    report: Report | None = None
+    report: OperatorWording | None = None
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ class Agree:
     (every item of their `[*]`, in order), or, per binding of `names`, field `field` of the
     items of `within` those names resolve to (first naming wins; `index: resolved` reports a
     name at its position among the resolved ones, as JobSet does). With `at`: one error there."""
-    report: Report
+    report: OperatorWording
     paths: tuple[FieldPath, ...] = ()
     names: FieldPath | None = None
     within: FieldPath | None = None
@@ -193,7 +193,7 @@ class Agree:
 class Refuse:
     """`path` must not be set while `when` holds (bound by `path`'s fan-out)."""
     path: FieldPath
-    report: Report
+    report: OperatorWording
     when: Cond | None = None
 
 
@@ -203,7 +203,7 @@ class Require:
     operator stops there, so the target reports this error and nothing else."""
     at: FieldPath
     need: Cond
-    report: Report
+    report: OperatorWording
     when: Cond | None = None
     alone: bool = False
 
@@ -300,8 +300,8 @@ def parse_semantics(raw: dict, where: Path, errors: list[FieldError], named: dic
                      boundUnless=unbound)
 
 
-def _report(e: dict, default_type: str) -> Report:
-    return Report(e.get("type", default_type), e["message"], e["value"] if "value" in e else OMIT, e.get("rule"))
+def _report(e: dict, default_type: str) -> OperatorWording:
+    return OperatorWording(e.get("type", default_type), e["message"], e["value"] if "value" in e else OMIT, e.get("rule"))
 
 
 def _opt(e: dict, key: str, where: Path, errors: list[FieldError], named: dict, cond: bool = False) -> Any:

@@ -38,6 +38,7 @@ from tests.e2e.scheduler import Placement, Scheduler, make_nodes, scenario_pod
 from tests.server.harness import REPO, Server
 from webhook import config as config_mod
 from webhook.bridge.dialects import BRIDGE_LABEL
+from webhook.cluster.api import BRIDGE as BRIDGE_MANAGER
 from webhook.registration import Endpoint, configurations
 
 DATA = os.path.join(REPO, "tests", "e2e", "data")
@@ -212,6 +213,34 @@ def test_BRG_5_a_coscheduling_podgroup_is_mirrored_owned_and_followed(stack, ns)
     wait_for(lambda: min_count(mirror(stack, ns, "train")) == 5, "minCount to follow minMember",
              diagnose=lambda: stack.diagnose(ns))
     assert ("Mirrored", f"mirrored as the in-tree PodGroup {ns}/train (gang minCount 3)") in events(stack, ns, "train")
+
+
+def managers(obj) -> set[str]:
+    return {m.get("manager") for m in (obj or {}).get("metadata", {}).get("managedFields") or []}
+
+
+def test_the_bridge_writes_as_its_own_field_manager(stack, ns):
+    """The mirror, the foreign object's status, the Lease and the Events name `workload-webhook-bridge`
+    in managedFields (never the client library's `OpenAPI-Generator`), and `explain` says so."""
+    stack.api.must("POST", COS.format(ns=ns), coscheduling("managed", 2))
+    m = wait_for(lambda: (o := mirror(stack, ns, "managed")) and BRIDGE_MANAGER in managers(o) and o,
+                 "the mirror, written by the bridge", diagnose=lambda: stack.diagnose(ns))
+    entry = next(e for e in m["metadata"]["managedFields"] if e["manager"] == BRIDGE_MANAGER)
+    assert "f:spec" in entry["fieldsV1"] and "f:ownerReferences" in entry["fieldsV1"]["f:metadata"]
+    foreign = wait_for(lambda: (o := stack.api.must("GET", COS.format(ns=ns) + "/managed"))
+                       and (o.get("status") or {}).get("phase") and o, "the status written back",
+                       diagnose=lambda: stack.diagnose(ns))
+    assert BRIDGE_MANAGER in managers(foreign)
+    lease = stack.api.must("GET", f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases/bridge")
+    events_of = wait_for(lambda: [e for e in stack.api.must("GET", f"/apis/events.k8s.io/v1/namespaces/{ns}/events")
+                                  ["items"] if e["regarding"].get("name") == "managed"], "the bridge's Event",
+                         diagnose=lambda: stack.diagnose(ns))
+    assert all(managers(e) == {BRIDGE_MANAGER} for e in events_of), events_of
+    for obj in (m, foreign, lease, *events_of):
+        assert BRIDGE_MANAGER in managers(obj) and "OpenAPI-Generator" not in managers(obj), obj["metadata"]
+    said = stack.cli("explain", "podgroup/managed", "-n", ns, "-o", "json")
+    assert said.returncode == 0, said.stderr
+    assert BRIDGE_MANAGER in said.stdout and "OpenAPI-Generator" not in said.stdout, said.stdout
 
 
 def test_BRG_1_kubectl_prints_the_create_warnings_and_an_event_records_them(stack, ns):

@@ -1,7 +1,7 @@
 """`validate --crd` against the real API server: for objects with typos beside
 (and inside) the building blocks, the fields kube-apiserver's strict decoding
 names (`kubectl apply --dry-run=server --validate=strict`) are exactly the
-fields webhook/crd_fields.py names offline from the same CRD, on the example
+fields webhook/schemas/unknown_fields.py names offline from the same CRD, on the example
 TrainJob CRD and on the operators' real CRDs."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import yaml
 
 from tests.e2e import adopters
 from tests.server.harness import REPO
-from webhook import crd_fields
+from webhook.schemas import unknown_fields as crd_fields
 
 POD = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
 
@@ -55,9 +55,9 @@ def test_offline_unknown_fields_are_the_api_servers(kubectl, namespace, crd_file
     proc = kubectl.apply(obj, "--dry-run=server", "--validate=strict", check=False)
     assert proc.returncode != 0, proc.stdout
     server = sorted(set(re.findall(r'unknown field "([^"]+)"', proc.stderr)))
-    schemas = crd_fields.Schemas()
+    schemas = crd_fields.CrdSchemas()
     with open(crd_files[obj["kind"]]) as f:
         assert schemas.add_crd(yaml.safe_load(f)) is None
-    offline = sorted({str(e.field) for e in crd_fields.unknown_fields(obj, schemas.for_object(obj))})
+    offline = sorted({str(e.field) for e in crd_fields.crd_unknown_fields(obj, schemas.for_object(obj))})
     print(f"\n{obj['kind']}: the API server and validate --crd both name {offline}")
     assert server and offline == server, proc.stderr

@@ -1,7 +1,7 @@
 """serve --register against the real API server: the service registers its own
 webhook configurations once it is ready (owned by a ClusterRole, carrying its
-revision and its CA), the API server then calls it; an older revision never
-overwrites a newer registration; a service that never becomes ready never
+revision and its CA, written as the field manager workload-webhook-registrar), the
+API server then calls it; an older revision never overwrites a newer registration; a service that never becomes ready never
 registers (admission stays as it was). The Service-endpoint wait and the
 garbage collection at uninstall run on the real node (test_chart_node.py)."""
 from __future__ import annotations
@@ -18,6 +18,7 @@ import yaml
 from tests.e2e.conftest import E2E_CONFIG
 from tests.server.harness import Server
 from webhook import config as config_mod
+from webhook.cluster.api import REGISTRAR
 from webhook.cluster.registrar import ANNOTATION_REVISION
 from webhook.registration import Endpoint, configurations
 
@@ -70,6 +71,9 @@ def test_serve_registers_itself_once_ready_and_never_over_a_newer_revision(clust
         for kind in ("validatingwebhookconfiguration", "mutatingwebhookconfiguration"):
             obj = _wait(lambda: _registered(kubectl, kind), 30, f"no {kind} registered", first.log)
             assert obj["metadata"]["annotations"][ANNOTATION_REVISION] == "2"
+            # written as the registrar (the typed client's field_manager), not as `OpenAPI-Generator`
+            managed = json.loads(kubectl("get", kind, NAME, "-o", "json", "--show-managed-fields").stdout)
+            assert {m["manager"] for m in managed["metadata"]["managedFields"]} == {REGISTRAR}, managed["metadata"]
             assert [(r["kind"], r["name"], r["uid"]) for r in obj["metadata"]["ownerReferences"]] == \
                 [("ClusterRole", OWNER, owner_uid)]
             with open(os.path.join(first.cert_dir, "ca.crt"), "rb") as f:

@@ -2,7 +2,7 @@
 same fields as kube-apiserver's strict decoding, which `kubectl apply` (strict by
 default) reports: `unknown field "spec.schedulingPolicyy"`. Each object is sent
 with `kubectl create --dry-run=server --validate=strict` (no webhook registered:
-the API server alone answers) and judged offline by the engine."""
+the API server alone answers) and judged offline as `validate` judges it."""
 from __future__ import annotations
 
 import re
@@ -12,6 +12,7 @@ import yaml
 
 from webhook import engine
 from webhook.config import from_dict
+from webhook.schemas.unknown_fields import added
 
 CFG = from_dict({"featureGates": {"CompositePodGroup": True, "PodGroupPreemptionPolicy": True}})
 NS = "unknown-fields"
@@ -68,7 +69,7 @@ def api_server_unknown(kubectl, obj: dict) -> set[str]:
 
 
 def validate_unknown(obj: dict) -> set[str]:
-    verdict = engine.validate(engine.Request.for_object(obj), CFG, scope="cli")
+    verdict = added(engine.validate(engine.Request.for_object(obj), CFG, scope="cli"), obj)   # as `validate` judges
     return {str(e.field) for e in verdict.errors if e.detail.startswith("unknown field ")}
 
 

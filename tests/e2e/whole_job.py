@@ -267,7 +267,7 @@ def explain_argv() -> list[str]:
     sub = next(a for a in cli.build_parser()._actions if getattr(a, "choices", None) and "validate" in a.choices)
     if "explain" in sub.choices:
         return [sys.executable, "-m", "webhook", "explain"]
-    code = ("import argparse, sys; from webhook import explain; "
+    code = ("import argparse, sys; from webhook.commands import explain; "
             "p = argparse.ArgumentParser(prog='workload-webhook'); explain.add_parser(p.add_subparsers()); "
             "a = p.parse_args(); sys.exit(a.func(a))")
     return [sys.executable, "-c", code, "explain"]

@@ -8,7 +8,7 @@ import pytest
 from webhook import config as config_mod
 from webhook.bridge import lease, loop
 from webhook.bridge.dialects import BRIDGE_LABEL
-from webhook.bridge.watch import RELIST, Store
+from webhook.bridge.watch import RELIST, BridgeStore
 
 
 @pytest.mark.parametrize("spec,seen,want", [
@@ -35,7 +35,7 @@ def obj(name, ns="ml", rv="1", **extra):
 
 def test_the_store_reports_each_change_once_and_what_a_relist_no_longer_lists():
     seen = []
-    store = Store(lambda o: {"metadata": {"name": o["metadata"]["name"], "namespace": o["metadata"]["namespace"]},
+    store = BridgeStore(lambda o: {"metadata": {"name": o["metadata"]["name"], "namespace": o["metadata"]["namespace"]},
                              "spec": o.get("spec")}, lambda old, new: seen.append((old is not None, new is not None)))
     store.replace([obj("a", spec=1), obj("b", spec=1)], "10")
     assert store.synced and store.resource_version == "10" and seen == [(False, True), (False, True)]
@@ -53,7 +53,7 @@ def test_the_store_reports_each_change_once_and_what_a_relist_no_longer_lists():
 @pytest.mark.parametrize("event", [{"type": "ERROR", "raw_object": {"code": 410}}, {"type": "ADDED"},
                                    {"type": "SURPRISE", "raw_object": obj("a")}])
 def test_the_store_relists_on_an_error_or_an_unreadable_event(event):
-    assert Store(dict, lambda o, n: None).apply(event) == RELIST
+    assert BridgeStore(dict, lambda o, n: None).apply(event) == RELIST
 
 
 def test_the_queue_holds_a_key_once_and_retries_later():

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from tests.unit.helpers import config
-from webhook import check_command, engine
+from webhook import engine
+from webhook.commands import check as check_command
 
 ROLLOUT_PHASES = {
     "defaults": {},

@@ -17,7 +17,7 @@ import yaml
 from tests.server.harness import REPO
 from tests.unit import action_runner
 from webhook.cli import build_parser
-from webhook.validate import command as validate_command
+from webhook.commands import validate as validate_command
 
 DOCS = os.path.join(REPO, "docs")
 PIN = re.compile(r"uses: ([\w.-]+/[\w.-]+(?:/[\w.-]+)*)@([0-9a-f]{40}) # (v\d+(?:\.\d+)*)")

@@ -127,7 +127,8 @@ def test_explain_of_a_kind_it_does_not_read_is_a_usage_error(capsys, tmp_path):
 
 def test_explain_keeps_1_for_an_object_that_is_not_there():
     """The answer "not there" (kubectl get's NotFound) is 1, the documented exception to 2."""
-    from webhook.explain import command, reader, tree
+    from webhook.commands import explain as command
+    from webhook.explain import reader, tree
     assert command.EXIT_NOT_FOUND == 1 and issubclass(reader.UnknownKind, reader.ReadError)
     assert not issubclass(tree.NotFound, reader.ReadError)
     with open(os.path.join(REPO, "docs", "cli.md"), encoding="utf-8") as f:

@@ -6,7 +6,8 @@ import json
 import pytest
 from kubernetes import watch
 
-from webhook import config, serve_command
+from webhook import config
+from webhook.commands import serve as serve_command
 from webhook.cli import build_parser
 from webhook.cluster.store import PackedStore as Store
 from webhook.cluster.watch import RELIST

@@ -177,7 +177,7 @@ def test_a_budget_smaller_than_the_largest_body_is_refused_in_the_file_flags_and
 
     from webhook import config as config_mod
     from webhook.cli import build_parser
-    from webhook.serve_command import server_settings
+    from webhook.commands.serve import server_settings
     with pytest.raises(config_mod.ConfigError) as in_file:
         config_mod.from_dict({"server": {"maxBodyBytes": 2048, "bodyBudgetBytes": 1024}})
     assert any("server.bodyBudgetBytes" in p and "at least server.maxBodyBytes (2048)" in p

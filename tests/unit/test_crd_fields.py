@@ -1,4 +1,4 @@
-"""`validate --crd`: fields a CRD's schema does not declare (webhook/crd_fields.py),
+"""`validate --crd`: fields a CRD's schema does not declare (webhook/schemas/unknown_fields.py),
 by the API server's pruning rules, on hand-written schemas and on the
 operators' real CRDs (../shared/adopters). The real API server's strict
 decoding agrees field for field: tests/e2e/test_crd_fields.py."""
@@ -9,7 +9,8 @@ import os
 import pytest
 import yaml
 
-from webhook import cli, crd_fields
+from webhook import cli
+from webhook.schemas import unknown_fields as crd_fields
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ADOPTERS = os.path.normpath(os.path.join(REPO, "..", "shared", "adopters"))
@@ -17,7 +18,7 @@ OBJ = {"type": "object"}
 
 
 def unknown(obj, schema) -> list[str]:
-    return [str(e.field) for e in crd_fields.unknown_fields(obj, schema)]
+    return [str(e.field) for e in crd_fields.crd_unknown_fields(obj, schema)]
 
 
 def test_properties_then_additional_properties_else_unknown():
@@ -55,9 +56,9 @@ def test_an_embedded_resource_has_apiversion_kind_and_object_meta():
 
 def test_the_message_is_kubectls_and_the_count_is_bounded():
     schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"replicas": OBJ}}}}
-    (error,) = crd_fields.unknown_fields({"spec": {"replica": 1}}, schema)
+    (error,) = crd_fields.crd_unknown_fields({"spec": {"replica": 1}}, schema)
     assert str(error) == 'spec.replica: Invalid value: unknown field "spec.replica" (known fields: replicas)'
-    many = crd_fields.unknown_fields({"spec": {f"f{i}": 1 for i in range(500)}}, schema)
+    many = crd_fields.crd_unknown_fields({"spec": {f"f{i}": 1 for i in range(500)}}, schema)
     assert len(many) == crd_fields.MAX_ERRORS
 
 
@@ -83,7 +84,7 @@ def _crd(name: str) -> dict:
      {"spec.leaderWorkerTemplate.sizee": 2}),
 ])
 def test_the_operators_real_crds(crd_file, obj, typos):
-    schemas = crd_fields.Schemas()
+    schemas = crd_fields.CrdSchemas()
     assert schemas.add_crd(_crd(crd_file)) is None
     schema = schemas.for_object(obj)
     assert schema is not None

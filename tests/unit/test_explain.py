@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from webhook.explain import add_parser, jsonout, provenance, run, text, tree
+from webhook.commands.explain import add_parser, run
+from webhook.explain import jsonout, provenance, text, tree
 
 NS = "ml"
 CLAIM = {"name": "gpu", "resourceClaimTemplateName": "gpu"}

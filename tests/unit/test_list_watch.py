@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from webhook.bridge.watch import Store as BridgeStore
+from webhook.bridge.watch import BridgeStore
 from webhook.cluster.api import Api
 from webhook.cluster.store import PackedStore
 from webhook.view import ClusterUnavailable

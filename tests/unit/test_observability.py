@@ -79,7 +79,7 @@ def _sample(name: str, **labels) -> float:
 
 
 def test_violations_count_once_per_rule_and_action_of_a_request():
-    recorder = metrics.Admission()
+    recorder = metrics.AdmissionMetrics()
     cfg = config(enforcement={"rules": {"POL-3": "warn"}})
     verdict = engine.validate(engine.Request.for_object(WORSE), cfg)       # DIS-1 denied, POL-3 warned
     assert [e.id for e in verdict.errors] == ["DIS-1"] and [e.id for e in verdict.warned] == ["POL-3"]
@@ -100,7 +100,7 @@ def test_violations_count_once_per_rule_and_action_of_a_request():
 
 
 def test_latency_has_the_outcome_and_in_flight_one_series_per_endpoint():
-    recorder = metrics.Admission()
+    recorder = metrics.AdmissionMetrics()
     labels = {"endpoint": "mutate", "outcome": "refused"}
     before = _sample("workload_webhook_request_duration_seconds_count", **labels)
     recorder.observe("mutate", "refused", 0.0001)

@@ -12,7 +12,8 @@ import sys
 import pytest
 import yaml
 
-from webhook import config, serve_command, server_settings
+from webhook import config, server_settings
+from webhook.commands import serve as serve_command
 from webhook.certificates import files
 from webhook.certificates.serving import ServingCertificates
 from webhook.cli import build_parser

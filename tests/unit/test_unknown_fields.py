@@ -1,4 +1,4 @@
-"""Unknown fields in the core kinds (webhook/schemas/strict.py), named in `validate` as
+"""Unknown fields in the core kinds (webhook/schemas/unknown_fields.py), named in `validate` as
 kubectl's strict decoding names them; never in the server or the audit, which judge what
 kube-apiserver decoded (it dropped or refused them already, and may know newer fields)."""
 from __future__ import annotations
@@ -6,10 +6,11 @@ from __future__ import annotations
 import copy
 
 import pytest
+import yaml
 
 from webhook import engine
 from webhook.config import from_dict
-from webhook.schemas import strict
+from webhook.schemas import unknown_fields as strict
 
 CFG = from_dict({"featureGates": {"CompositePodGroup": True, "PodGroupPreemptionPolicy": True}})
 
@@ -25,7 +26,9 @@ def workload(**template) -> dict:
 
 
 def judge(obj, scope="cli"):
-    return engine.validate(engine.Request.for_object(obj), CFG, scope=scope)
+    """As `validate` judges (the engine, then the unknown fields); the server and audit: the engine alone."""
+    verdict = engine.validate(engine.Request.for_object(obj), CFG, scope=scope)
+    return strict.added(verdict, obj) if scope == "cli" else verdict
 
 
 def unknown(verdict) -> list[str]:
@@ -38,6 +41,26 @@ def test_a_misspelled_field_beside_the_blocks_is_named_as_kubectl_names_it():
     [error] = verdict.errors
     assert str(error.field) == "spec.schedulingPolicyy" and error.rule is None
     assert error.detail.startswith('unknown field "spec.schedulingPolicyy"')
+
+
+def test_one_level_adds_them_the_validate_command_for_core_kinds_and_crds_alike(tmp_path, capsys):
+    """The engine never names unknown fields, whatever the scope; `validate` does, through the
+    one module, for a core kind and for a target whose CRD it read."""
+    from webhook.cli import main
+    obj = podgroup(schedulingPolicyy={})
+    assert not unknown(engine.validate(engine.Request.for_object(obj), CFG, scope="cli"))
+    assert strict.unknown_fields({"apiVersion": "v1", "kind": "ConfigMap"}) is None     # no schema knows it
+    crds = strict.CrdSchemas()
+    assert crds.add_crd({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                         "spec": {"group": "example.com", "names": {"kind": "Thing"},
+                                  "versions": [{"name": "v1", "schema": {"openAPIV3Schema": {
+                                      "type": "object", "properties": {"spec": {"type": "object"}}}}}]}}) is None
+    thing = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}, "spce": {}}
+    assert [str(e.field) for e in strict.unknown_fields(thing, crds)] == ["spce"]
+    path = tmp_path / "pg.yaml"
+    path.write_text(yaml.safe_dump(obj))
+    assert main(["validate", "-f", str(path)]) == 1
+    assert 'unknown field "spec.schedulingPolicyy"' in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("scope", ["admission", "audit"])
@@ -81,7 +104,7 @@ def test_an_object_as_the_api_server_returns_it_has_no_unknown_field():
                            "fieldsV1": {"f:spec": {"f:anything": {}}}}]})
     obj["status"] = {"conditions": [{"type": "PodGroupScheduled", "status": "True", "reason": "R", "message": "m",
                                      "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
-    assert strict.unknown_fields("podgroup", obj) == []
+    assert strict.core_unknown_fields("podgroup", obj) == []
     assert judge(obj).allowed
 
 

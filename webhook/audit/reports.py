@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from webhook.audit.runner import RESULT, Outcome
+from webhook.audit.runner import RESULT, AuditOutcome
 
 NAME = "workload-webhook"
 SOURCE = "workload-webhook"
@@ -34,7 +34,7 @@ FORMATS = {
 }
 
 
-def build(outcome: Outcome, fmt: Format, namespace: str) -> dict:
+def build(outcome: AuditOutcome, fmt: Format, namespace: str) -> dict:
     now = int(time.time())
     results = []
     for judged in outcome.found.get(namespace, []):
@@ -61,7 +61,7 @@ def build(outcome: Outcome, fmt: Format, namespace: str) -> dict:
     return report
 
 
-def write(api_client, outcome: Outcome, fmt_name: str) -> list[str]:
+def write(api_client, outcome: AuditOutcome, fmt_name: str) -> list[str]:
     """Create or replace every report; delete this tool's reports where nothing was judged. Returns what it did."""
     from kubernetes.client.rest import ApiException
 

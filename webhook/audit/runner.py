@@ -40,7 +40,7 @@ class Judged:
 
 
 @dataclass
-class Outcome:
+class AuditOutcome:
     objects: int = 0
     passed: Counter = field(default_factory=Counter)               # namespace -> objects without violations
     found: dict[str, list[Judged]] = field(default_factory=lambda: defaultdict(list))   # namespace -> judged
@@ -62,8 +62,8 @@ class Outcome:
         return self.objects - sum(self.passed.values())
 
 
-def judge_all(objects, cfg: Config, view, max_results: int) -> Outcome:
-    out = Outcome()
+def judge_all(objects, cfg: Config, view, max_results: int) -> AuditOutcome:
+    out = AuditOutcome()
     for obj in objects:
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") or ""

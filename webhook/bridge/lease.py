@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from webhook.cluster.api import Api
+from webhook.cluster.api import BRIDGE, Api
 
 log = logging.getLogger("workload_webhook.bridge")
 TIMEOUT = (5, 10)
@@ -49,7 +49,8 @@ class _Seen:
 class Lease:
     def __init__(self, api_client, namespace: str, name: str, identity: str, duration: int = 15,
                  clock=time.monotonic):
-        self.api, self.namespace, self.name, self.identity = Api.of(api_client), namespace, name, identity
+        self.api = Api.of(api_client, field_manager=BRIDGE)              # the bridge writes its Lease
+        self.namespace, self.name, self.identity = namespace, name, identity
         self.duration, self.clock = duration, clock
         self._seen: _Seen | None = None
         self.held_since: float | None = None

@@ -24,9 +24,9 @@ from webhook.bridge import mirror as mirror_mod
 from webhook.bridge import status as status_mod
 from webhook.bridge.dialects import BRIDGE_LABEL, BY_NAME, Dialect, enabled
 from webhook.bridge.lease import Lease
-from webhook.bridge.watch import Store
+from webhook.bridge.watch import BridgeStore
 from webhook.cluster import events
-from webhook.cluster.api import Api, path
+from webhook.cluster.api import BRIDGE, Api, path
 from webhook.cluster.watch import ListWatch
 from webhook.kinds import PODGROUP, SCHEDULING
 
@@ -123,7 +123,8 @@ class WorkQueue:
 
 class Bridge:
     def __init__(self, api_client, bridge_settings, identity: str | None = None, environ=os.environ):
-        self.api, self.settings = Api.of(api_client) if api_client is not None else None, bridge_settings
+        self.api = Api.of(api_client, field_manager=BRIDGE) if api_client is not None else None   # its writes: managedFields
+        self.settings = bridge_settings
         self.dialects: tuple[Dialect, ...] = enabled(bridge_settings)
         self.identity = identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         self.lease = Lease(self.api, lease_namespace(bridge_settings.leaseNamespace, environ),
@@ -138,10 +139,10 @@ class Bridge:
     # -- state while leading ------------------------------------------------------------
 
     def _reset(self) -> None:
-        self.foreign = {d.name: Store(project_foreign, self._foreign_changed(d)) for d in self.dialects}
-        self.mirrors = Store(project_mirror, self._mirror_changed)
+        self.foreign = {d.name: BridgeStore(project_foreign, self._foreign_changed(d)) for d in self.dialects}
+        self.mirrors = BridgeStore(project_mirror, self._mirror_changed)
         self.members: dict[tuple[str, str], dict[str, dict]] = {}
-        self.pods = Store(project_pod, self._pod_changed)
+        self.pods = BridgeStore(project_pod, self._pod_changed)
 
     def _foreign_changed(self, d: Dialect):
         def changed(old, new):
@@ -269,7 +270,7 @@ class Bridge:
     def _watchers(self) -> list[ListWatch]:
         """One list-and-watch per store (webhook/cluster/watch.py): the foreign PodGroups of each
         dialect, the mirrors and the Pods it joined (both by the bridge's label)."""
-        def watching(collection: str, store: Store, selector: str | None = None) -> ListWatch:
+        def watching(collection: str, store: BridgeStore, selector: str | None = None) -> ListWatch:
             return ListWatch(self.api, collection, store, selector=selector, name=f"bridge-watch{collection}",
                              logger=log, label=f"bridge {collection}")
         out = [watching(path(d.group, d.version, d.plural), self.foreign[d.name]) for d in self.dialects]

@@ -9,12 +9,12 @@ from typing import Callable
 
 from webhook.cluster.watch import RELIST, key_of
 
-__all__ = ["RELIST", "Store", "key_of"]
+__all__ = ["RELIST", "BridgeStore", "key_of"]
 
 Change = Callable[[dict | None, dict | None], None]
 
 
-class Store:
+class BridgeStore:
     def __init__(self, project: Callable[[dict], dict], on_change: Change):
         self.objects: dict[tuple[str, str], dict] = {}
         self.project, self.on_change = project, on_change

@@ -17,6 +17,10 @@ kube-apiserver goes through an `Api` built on a `Transport`:
   (a LIST of one item: 404 tries the next).
 - `Api.watch`: one WATCH request, its newline-delimited JSON events yielded as
   decoded dicts; 410 Gone (the status, or an ERROR event) raises ApiException(410).
+- A write (POST, PUT, PATCH) names the layer's field manager, when it has one
+  (`Api.of(client, field_manager=...)`): `managedFields` and `explain` then say
+  which part of the service wrote a field (BRIDGE, REGISTRAR), not the client
+  library's default (`OpenAPI-Generator`).
 - webhook/cluster/watch.py: `ListWatch`, the one list-and-watch loop (410
   relists, bookmarks, backoff) into a pluggable store;
   webhook/cluster/events.py: the one Event writer (events.k8s.io/v1).
@@ -28,7 +32,7 @@ lazily: the offline commands never load it."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Protocol
 from urllib.parse import quote
 
@@ -42,6 +46,10 @@ TIMEOUT = (5, 30)           # connect, read: one request
 LIST_TIMEOUT = (5, 60)      # per page
 LIST_DEADLINE = 900.0       # seconds for a whole LIST, pages included
 PAGE = 500
+# The field managers the service writes as (the `fieldManager` of its writes: managedFields).
+BRIDGE = "workload-webhook-bridge"              # webhook/bridge/: the mirrors, their status, its Lease, its Events
+REGISTRAR = "workload-webhook-registrar"        # webhook/cluster/registrar.py: the webhook configurations
+WRITES = ("POST", "PUT", "PATCH")
 
 
 class Reply(Protocol):
@@ -118,16 +126,20 @@ class Api:
     transport: Transport
     #: the ApiClient behind a ClientTransport (typed clients, failure.server_of); None with another transport
     client: Any = None
+    #: the `fieldManager` every write names (None: the API server's default, the client's User-Agent)
+    field_manager: str | None = None
 
     @classmethod
-    def of(cls, api_client) -> "Api":
-        """The layer over an ApiClient (an Api passes through)."""
+    def of(cls, api_client, field_manager: str | None = None) -> "Api":
+        """The layer over an ApiClient (an Api passes through, with `field_manager` when given)."""
         if isinstance(api_client, Api):
-            return api_client
-        return cls(ClientTransport(api_client), api_client)
+            return api_client if field_manager is None else replace(api_client, field_manager=field_manager)
+        return cls(ClientTransport(api_client), api_client, field_manager)
 
     def send(self, method: str, path: str, query: dict | None = None, body: Any = None,
              content_type: str = JSON, accept: str = JSON, timeout=TIMEOUT) -> Reply:
+        if self.field_manager and method in WRITES:
+            query = {"fieldManager": self.field_manager, **(query or {})}
         headers = {"Accept": accept, **({"Content-Type": content_type} if body is not None else {})}
         return self.transport.send(method, path, _query(query), headers, body, timeout)
 

@@ -34,7 +34,7 @@ class CredentialsError(ClusterUnavailable):
 
 
 @dataclass(frozen=True)
-class Found:
+class ClusterConfig:
     """The configuration a lookup found: kubeconfig files and a context, or in-cluster."""
     source: str                          # "kubeconfig" | "in-cluster"
     files: tuple[str, ...] = ()
@@ -91,7 +91,7 @@ def _merge(files: list[str]):
     return merger, merger.paths, current
 
 
-def _from_kubeconfig(kubeconfig: str | None, context: str | None, environ: Mapping[str, str]) -> Found | None:
+def _from_kubeconfig(kubeconfig: str | None, context: str | None, environ: Mapping[str, str]) -> ClusterConfig | None:
     files, origin = kubeconfig_files(kubeconfig, environ)
     if kubeconfig and not os.path.exists(os.path.expanduser(kubeconfig)):
         raise CredentialsError(f"--kubeconfig {kubeconfig}: no such file")
@@ -105,7 +105,7 @@ def _from_kubeconfig(kubeconfig: str | None, context: str | None, environ: Mappi
         raise CredentialsError(f"context {name!r} is not in {origin} ({', '.join(read)})")
     spec = chosen.get("context")
     namespace = spec.get("namespace") if isinstance(spec, dict) else None
-    return Found("kubeconfig", tuple(read), name, namespace or None, merger)
+    return ClusterConfig("kubeconfig", tuple(read), name, namespace or None, merger)
 
 
 def in_cluster_possible(environ: Mapping[str, str], account: str = SERVICE_ACCOUNT) -> bool:
@@ -114,17 +114,17 @@ def in_cluster_possible(environ: Mapping[str, str], account: str = SERVICE_ACCOU
         and os.path.isfile(os.path.join(account, "token"))
 
 
-def _in_cluster(account: str) -> Found:
+def _in_cluster(account: str) -> ClusterConfig:
     try:
         with open(os.path.join(account, "namespace"), encoding="utf-8") as f:
             namespace = f.read().strip() or None
     except OSError:
         namespace = None
-    return Found("in-cluster", namespace=namespace)
+    return ClusterConfig("in-cluster", namespace=namespace)
 
 
 def find(mode: str = "auto", kubeconfig: str | None = None, context: str | None = None,
-         environ: Mapping[str, str] | None = None, account: str = SERVICE_ACCOUNT) -> Found | None:
+         environ: Mapping[str, str] | None = None, account: str = SERVICE_ACCOUNT) -> ClusterConfig | None:
     """The configuration to use, None when mode is auto and there is none (or mode
     is disabled); CredentialsError when what was asked for is not usable."""
     environ = os.environ if environ is None else environ
@@ -150,7 +150,7 @@ def find(mode: str = "auto", kubeconfig: str | None = None, context: str | None 
     return None
 
 
-def client(found: Found, environ: Mapping[str, str] | None = None, account: str = SERVICE_ACCOUNT):
+def client(found: ClusterConfig, environ: Mapping[str, str] | None = None, account: str = SERVICE_ACCOUNT):
     """An ApiClient for what `find` found (no request is made)."""
     from kubernetes import client as k8s
     from kubernetes.config.config_exception import ConfigException

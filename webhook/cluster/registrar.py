@@ -42,12 +42,14 @@ from typing import NamedTuple
 
 import yaml
 
+from webhook.cluster.api import REGISTRAR
+from webhook.cluster.webhook_configurations import KINDS, VALIDATING, ready_endpoints
+
 log = logging.getLogger("workload_webhook.registrar")
 
 ANNOTATION_REVISION = "workload-webhook.k8s.io/revision"            # the release revision (helm)
 ANNOTATION_ROLLOUT = "workload-webhook.k8s.io/rollout-revision"     # the Deployment's rollout revision
 RS_REVISION = "deployment.kubernetes.io/revision"
-KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 TIMEOUT = (5, 15)
 
 
@@ -147,14 +149,7 @@ def _strip(hooks):
 
 def endpoint_ready(slices: list[dict], pod_ip: str | None) -> bool:
     """This Pod's address (or, without one, any address) is a ready endpoint."""
-    for s in slices:
-        for ep in s.get("endpoints") or []:
-            ready = (ep.get("conditions") or {}).get("ready")
-            if ready is False:
-                continue
-            if pod_ip is None or pod_ip in (ep.get("addresses") or []):
-                return True
-    return False
+    return any(pod_ip is None or address == pod_ip for address, _ in ready_endpoints(slices))
 
 
 class SharedLine:
@@ -250,7 +245,7 @@ class Registrar:
         adm = client.AdmissionregistrationV1Api(self.api)
         revisions = []
         for doc in self.manifests:
-            read = adm.read_validating_webhook_configuration if doc["kind"] == KINDS[0] \
+            read = adm.read_validating_webhook_configuration if doc["kind"] == VALIDATING \
                 else adm.read_mutating_webhook_configuration
             try:
                 revisions.append(revision_of(self.api.sanitize_for_serialization(
@@ -327,7 +322,7 @@ class Registrar:
         from kubernetes import client
         from kubernetes.client.rest import ApiException
         adm = client.AdmissionregistrationV1Api(self.api)
-        validating = doc["kind"] == KINDS[0]
+        validating = doc["kind"] == VALIDATING
         read = adm.read_validating_webhook_configuration if validating else adm.read_mutating_webhook_configuration
         create = adm.create_validating_webhook_configuration if validating else adm.create_mutating_webhook_configuration
         replace = adm.replace_validating_webhook_configuration if validating else adm.replace_mutating_webhook_configuration
@@ -344,9 +339,9 @@ class Registrar:
                 return False
             try:
                 if existing is None:
-                    create(body, _request_timeout=TIMEOUT)
+                    create(body, field_manager=REGISTRAR, _request_timeout=TIMEOUT)
                 else:
-                    replace(name, body, _request_timeout=TIMEOUT)
+                    replace(name, body, field_manager=REGISTRAR, _request_timeout=TIMEOUT)
                 return True
             except ApiException as exc:
                 if exc.status != 409:       # a concurrent writer (another replica): read again

@@ -8,10 +8,5 @@ a claim of their own) and who set what.
 
 One job per module: `reader` lists the objects (GETs only), `tree` builds the
 tree from them (pure), `groups` and `provenance` are the tree's per-PodGroup and
-managedFields parts, `text` and `jsonout` render it, `command` is the CLI glue.
-This module stays light (argparse only): the CLI imports it at start."""
-from __future__ import annotations
-
-from webhook.explain.command import add_parser, run
-
-__all__ = ["add_parser", "run"]
+managedFields parts, `text` and `jsonout` render it; the command is
+webhook/commands/explain.py."""

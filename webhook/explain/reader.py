@@ -36,7 +36,7 @@ class ClusterError(Exception):
 
 
 @dataclass(frozen=True)
-class Kind:
+class ServedKind:
     """Where a kind is served: group, versions tried in order, plural."""
     kind: str
     group: str
@@ -44,32 +44,32 @@ class Kind:
     plural: str
 
 
-JOB = Kind("Job", "batch", ("v1",), "jobs")
-WORKLOAD = Kind("Workload", SCHEDULING, SCHEDULING_VERSIONS, "workloads")
-PODGROUP = Kind("PodGroup", SCHEDULING, SCHEDULING_VERSIONS, "podgroups")
-COMPOSITE = Kind("CompositePodGroup", SCHEDULING, ("v1alpha3",), "compositepodgroups")
-POD = Kind("Pod", "", ("v1",), "pods")
-CLAIM = Kind("ResourceClaim", "resource.k8s.io", ("v1",), "resourceclaims")
-EVENT = Kind("Event", "", ("v1",), "events")
+JOB = ServedKind("Job", "batch", ("v1",), "jobs")
+WORKLOAD = ServedKind("Workload", SCHEDULING, SCHEDULING_VERSIONS, "workloads")
+PODGROUP = ServedKind("PodGroup", SCHEDULING, SCHEDULING_VERSIONS, "podgroups")
+COMPOSITE = ServedKind("CompositePodGroup", SCHEDULING, ("v1alpha3",), "compositepodgroups")
+POD = ServedKind("Pod", "", ("v1",), "pods")
+CLAIM = ServedKind("ResourceClaim", "resource.k8s.io", ("v1",), "resourceclaims")
+EVENT = ServedKind("Event", "", ("v1",), "events")
 BUILTIN = {"Job": JOB, "Workload": WORKLOAD, "PodGroup": PODGROUP, "CompositePodGroup": COMPOSITE}
 #: Coscheduling and Volcano PodGroups, owners of their mirrors (webhook/explain/foreign.py).
-FOREIGN = {name: Kind(d.kind, d.group, (d.version,), d.plural) for name, d in foreign.NAMES.items()}
+FOREIGN = {name: ServedKind(d.kind, d.group, (d.version,), d.plural) for name, d in foreign.NAMES.items()}
 
 
-def target_kinds(cfg, served_as: dict[str, str] | None = None) -> list[Kind]:
+def target_kinds(cfg, served_as: dict[str, str] | None = None) -> list[ServedKind]:
     """The configured targets (and profiles) as kinds explain can read; `served_as`: their
-    resources as the cluster's discovery names them (Kind.group -> resource)."""
+    resources as the cluster's discovery names them (ServedKind.group -> resource)."""
     served_as = served_as or {}
-    return [Kind(t.kind, t.group, tuple(t.versions) or ("v1",), served_as.get(t.key) or t.resource)
+    return [ServedKind(t.kind, t.group, tuple(t.versions) or ("v1",), served_as.get(t.key) or t.resource)
             for t in getattr(cfg, "targets", ())]
 
 
-def _path(kind: Kind, version: str, namespace: str | None, name: str | None = None) -> str:
+def _path(kind: ServedKind, version: str, namespace: str | None, name: str | None = None) -> str:
     return path(kind.group, version, kind.plural, namespace, name)
 
 
 @dataclass
-class Reader:
+class ObjectReader:
     api: Any
     problems: list[str] = field(default_factory=list)
     _versions: dict[str, str | None] = field(default_factory=dict)
@@ -103,7 +103,7 @@ class Reader:
         self._refused(status, body)
         return status, decode(body)
 
-    def version(self, kind: Kind, namespace: str) -> str | None:
+    def version(self, kind: ServedKind, namespace: str) -> str | None:
         """The first of the kind's versions this cluster serves (webhook/cluster/api.py: a LIST of one item)."""
         from kubernetes.client.rest import ApiException
         key = f"{kind.plural}.{kind.group}"
@@ -125,7 +125,7 @@ class Reader:
                 self.problems.append(f"{key}: not served by this cluster")
         return self._versions[key]
 
-    def list(self, kind: Kind, namespace: str, **query) -> list[dict]:
+    def list(self, kind: ServedKind, namespace: str, **query) -> list[dict]:
         from kubernetes.client.rest import ApiException
         version = self.version(kind, namespace)
         if version is None:
@@ -152,7 +152,7 @@ class Reader:
             raise self._cluster_error(exc) from None
         return items
 
-    def get(self, kind: Kind, namespace: str, name: str, asked: bool = False) -> dict | None:
+    def get(self, kind: ServedKind, namespace: str, name: str, asked: bool = False) -> dict | None:
         """`asked`: the object explain was asked for, whose 403 is a ClusterError, not a note."""
         from webhook.cluster import failure
         for v in kind.versions:
@@ -191,10 +191,10 @@ def _owner_refs(objs: list[dict]) -> list[tuple[str, str, str]]:
     return out
 
 
-def read(api, kind: str, name: str, namespace: str, targets: list[Kind] = ()) -> tuple[dict[str, list[dict]], list[str]]:
+def read(api, kind: str, name: str, namespace: str, targets: list[ServedKind] = ()) -> tuple[dict[str, list[dict]], list[str]]:
     """(objects for webhook.explain.tree.build, problems). Raises ReadError when the
     asked object does not exist, ClusterError when the API server cannot be asked."""
-    reader = Reader(api)
+    reader = ObjectReader(api)
     known = {**BUILTIN, **{t.kind: t for t in targets}, **FOREIGN}
     lowered = {k.lower(): v for k, v in known.items()}
     asked_kind = known.get(kind) or lowered.get(kind.lower())
@@ -225,7 +225,7 @@ def read(api, kind: str, name: str, namespace: str, targets: list[Kind] = ()) ->
     return objects, reader.problems
 
 
-def _serves_composites(reader: Reader, namespace: str) -> bool:
+def _serves_composites(reader: ObjectReader, namespace: str) -> bool:
     before = len(reader.problems)
     served = reader.version(COMPOSITE, namespace) is not None
     del reader.problems[before:]          # a cluster without the CompositePodGroup gate: nothing to say

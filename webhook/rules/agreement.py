@@ -1,7 +1,7 @@
 """Checks that compare values across an object (webhook.semantics Agree, Matched):
 values that must agree with a reference (the first), and items that must have
 an exact match in other lists. Both state an operator's own rule in its words
-(a Report), so their errors are mirrors: no rule id in their text."""
+(a OperatorWording), so their errors are mirrors: no rule id in their text."""
 from __future__ import annotations
 
 import json

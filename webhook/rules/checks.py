@@ -2,7 +2,7 @@
 that exclude each other (TGT-5), fields the operator owns (TGT-6), names that
 must reference list items, each at most once (TGT-7), list lengths required
 by another field (TGT-8), and fields frozen after create (TGT-9); and the
-operators' own rules in their words (a Report: mirrors, no rule id in their text), whose
+operators' own rules in their words (a OperatorWording: mirrors, no rule id in their text), whose
 families live beside this module: values that agree and items that match
 (agreement), fields refused or required under a condition (guards).
 

@@ -65,7 +65,7 @@ class Admission:
         self.state, self.fallback = state, fallback
         cfg = state.config
         self.known = {k.kind for k in (*kinds.SCHEDULING_KINDS, kinds.POD)} | {t.kind for t in cfg.targets}
-        self.metrics = metrics.Admission()
+        self.metrics = metrics.AdmissionMetrics()
         self.events = events.recorder(cfg.events, state.view)      # None unless events.enabled
 
     @staticmethod

@@ -32,7 +32,6 @@ EXIT_OK, EXIT_UNHEALTHY, EXIT_USAGE = 0, 1, 2
 
 PROBE_NAME = "workload-webhook-check"
 PROBE_FIELD = "spec.schedulingPolicy.gang.minCount"
-KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 TIMEOUT = (5, 10)
 
 
@@ -84,11 +83,13 @@ def _configurations(api, name: str) -> tuple[list[dict], str | None]:
     from kubernetes.client.rest import ApiException
 
     from webhook.cluster.api import Api, path
+    from webhook.cluster.webhook_configurations import KINDS, PLURALS
     layer = Api.of(api)
     out = []
-    for kind, plural in zip(KINDS, ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")):
+    for kind in KINDS:
         try:
-            conf = layer.expect("GET", path("admissionregistration.k8s.io", "v1", plural, name=name), timeout=TIMEOUT)
+            conf = layer.expect("GET", path("admissionregistration.k8s.io", "v1", PLURALS[kind], name=name),
+                                timeout=TIMEOUT)
         except ApiException as exc:
             if exc.status != 404:
                 raise                      # the cluster refused us: a cluster error, not an unhealthy release
@@ -110,6 +111,7 @@ def _endpoints(api, client_config: dict) -> tuple[list[tuple[str, int]], str, st
         url = urlsplit(client_config["url"])
         return [(url.hostname, url.port or 443)], url.hostname, url.path or "/"
     from webhook.cluster.api import Api, path
+    from webhook.cluster.webhook_configurations import ready_endpoints
     layer = Api.of(api)
     svc = client_config["service"]
     name, namespace, port = svc["name"], svc["namespace"], svc.get("port") or 443
@@ -119,11 +121,7 @@ def _endpoints(api, client_config: dict) -> tuple[list[tuple[str, int]], str, st
     found = []
     for page in layer.pages(path("discovery.k8s.io", "v1", "endpointslices", namespace),
                             {"labelSelector": f"kubernetes.io/service-name={name}"}, timeout=TIMEOUT):
-        for s in page.get("items") or []:
-            target = next((p.get("port") for p in s.get("ports") or [] if p.get("name") == port_name), None)
-            for ep in s.get("endpoints") or []:
-                if target and (ep.get("conditions") or {}).get("ready") is not False:
-                    found += [(address, target) for address in ep.get("addresses") or []]
+        found += [(address, port) for address, port in ready_endpoints(page.get("items") or [], port_name) if port]
     return sorted(set(found)), f"{name}.{namespace}.svc", svc.get("path") or "/"
 
 
@@ -173,6 +171,18 @@ def check_once(api, name: str, namespace: str) -> tuple[str | None, int]:
     if problem is None:
         _, problem = _ask(api, mutating, "pods", pod_review(namespace), expect_denial=False)
     return problem, count
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    ck = subparsers.add_parser("check", help="is a release admitting? (registered, and every endpoint denies a POL-2 "
+                                             "probe sent as the API server sends it); the chart's helm test")
+    ck.add_argument("--name", default="workload-webhook", help="the webhook configurations' name")
+    ck.add_argument("--namespace", default="default", help="the namespace the probe objects name (nothing is created)")
+    ck.add_argument("--kubeconfig", metavar="FILE",
+                    help="default: $KUBECONFIG, else ~/.kube/config, else in-cluster (as kubectl)")
+    ck.add_argument("--timeout", type=float, default=60, metavar="SECONDS", help="how long to wait; default 60")
+    ck.set_defaults(func=run)
+    return ck
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,9 +8,9 @@ import argparse
 import os
 import sys
 
-from webhook.command_input import profile as _profile
+from webhook.command_input import EXIT_OK, EXIT_USAGE, load_config, profile as _profile
 
-EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
+EXIT_NOT_FOUND = 1          # the answer is no: the object is not there
 
 EPILOG = """examples:
   workload-webhook explain job/train -n ml
@@ -62,17 +62,12 @@ def _colour(choice: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook import config as config_mod
     from webhook.explain import jsonout, reader, text, tree
     which = _split(args)
     if which is None:
         print("error: give KIND/NAME (or KIND NAME), e.g. job/train", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        cfg = config_mod.load(args.config, args.profile or ())
-    except config_mod.ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return EXIT_USAGE
+    cfg = load_config(args.config, args.profile)       # a ConfigError: exit 2 (webhook/cli.py)
     label = args.group_label or cfg.groupLabel
     from webhook.cluster import credentials, discovery
     api = None

@@ -1,17 +1,18 @@
 """The `serve` command: server settings from the config file, flags and WW_*
 environment variables (flags win, then the environment), certificate
-provisioning (webhook.certificates.serving), and gunicorn."""
+provisioning (webhook.certificates.serving), and gunicorn.
+Exit codes: 0 stopped, 2 a bad configuration or setting, a cluster or certificates not usable."""
 from __future__ import annotations
 
 import argparse
 import logging
 import os
-import sys
 
 from webhook import config as config_mod
 from webhook import server_settings as server_settings_mod
 
-EXIT_OK, EXIT_USAGE = 0, 2
+from webhook.command_input import EXIT_OK, EXIT_USAGE
+
 log = logging.getLogger("workload_webhook.serve")
 
 
@@ -31,14 +32,28 @@ def server_settings(cfg: config_mod.Config, args: argparse.Namespace, environ=No
     return merged
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    sv = subparsers.add_parser("serve", help="run the admission webhook (gunicorn, TLS)")
+    sv.add_argument("--config", metavar="FILE", help="configuration file (env WW_CONFIG)")
+    server_settings_mod.add_flags(sv)       # one flag per server setting (webhook/server_settings.py)
+    sv.add_argument("--kubeconfig", metavar="FILE",
+                    help="kubeconfig for --cluster kubeconfig/auto (default: $KUBECONFIG, else ~/.kube/config)")
+    sv.add_argument("--register", metavar="FILE",
+                    help="register the webhook configurations in FILE once this Pod is ready and a ready endpoint of "
+                         "--register-service (the chart's Service mode); revision from env WW_REGISTER_REVISION")
+    sv.add_argument("--register-service", dest="register_service", metavar="NAMESPACE/NAME",
+                    help="with --register: wait until this Pod (env POD_IP) is a ready endpoint of this Service")
+    sv.add_argument("--register-owner", dest="register_owner", metavar="CLUSTERROLE",
+                    help="with --register: the ClusterRole that owns the configurations (deleted with it)")
+    sv.set_defaults(func=run)
+    return sv
+
+
+def run(args: argparse.Namespace) -> int:
     import dataclasses
-    try:
-        cfg = config_mod.load(args.config or os.environ.get(server_settings_mod.ENV_PREFIX + "CONFIG"))
-        settings = server_settings(cfg, args)
-    except config_mod.ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return EXIT_USAGE
+    # a ConfigError (the file, a setting): exit 2 (webhook/cli.py)
+    cfg = config_mod.load(args.config or os.environ.get(server_settings_mod.ENV_PREFIX + "CONFIG"))
+    settings = server_settings(cfg, args)
     cfg = dataclasses.replace(cfg, server=settings)       # built once: what the master and every worker read
     _metrics_directory()
     from webhook.server import logs

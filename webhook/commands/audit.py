@@ -3,20 +3,38 @@ Exit codes: 0 nothing at or above --fail-on, 1 violations at or above it,
 2 usage, configuration or cluster errors."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
-from webhook.audit import bridge as bridge_audit
-from webhook.audit import lister as lister_mod
-from webhook.audit import reports
-from webhook.audit.gates import audit_gates
-from webhook.audit.runner import judge_all
-from webhook.enforcement import RANK, fails
-
-EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
+from webhook.command_input import EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, at_least, config_args, load_config
 
 
-def run(args, cfg) -> int:
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    a = subparsers.add_parser("audit", help="judge the objects already in a cluster; optionally write policy reports")
+    config_args(a)
+    a.add_argument("--kubeconfig", metavar="FILE",
+                   help="default: $KUBECONFIG, else ~/.kube/config, else in-cluster (as kubectl)")
+    a.add_argument("--report", action="store_true", help="write policy reports: one per namespace and a cluster report")
+    a.add_argument("--report-format", choices=("openreports", "wgpolicy"), default="openreports")
+    a.add_argument("--fail-on", choices=("deny", "warn", "audit", "never"), default="deny",
+                   help="exit 1 on violations enforced at or above this action; never: exit 0 (a CronJob)")
+    a.add_argument("--page-size", type=at_least(1), default=500, metavar="N",
+                   help="objects per LIST page (memory follows it)")
+    a.add_argument("--max-results", type=at_least(0), default=1000, metavar="N", help="results listed per report")
+    a.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    a.set_defaults(func=run)
+    return a
+
+
+def run(args: argparse.Namespace) -> int:
+    from webhook.audit import bridge as bridge_audit
+    from webhook.audit import lister as lister_mod
+    from webhook.audit import reports
+    from webhook.audit.gates import audit_gates
+    from webhook.audit.runner import judge_all
+    from webhook.enforcement import fails
+    cfg = load_config(args.config, args.profile)
     from webhook.cluster import credentials, discovery, failure
     from webhook.cluster.cache import ClusterCache
     api = None
@@ -53,6 +71,8 @@ def run(args, cfg) -> int:
 
 
 def _print(outcome, written: list[str], output: str, bridged: tuple = ([], False)) -> None:
+    from webhook.audit import bridge as bridge_audit
+    from webhook.enforcement import RANK
     rows = sorted(outcome.by_rule.items(), key=lambda kv: (RANK[kv[0][1]], kv[0][0]))
     if output == "json":
         json.dump({"objects": outcome.objects,

@@ -5,28 +5,27 @@ What is judged is decided per apiVersion and kind before any rule runs
 (a configured kind at a version the config does not cover, an object without
 apiVersion/kind: `--fail-on-skipped` fails those); unrelated kinds are counted
 apart, and `--skip` adds kinds to them. An input with no object at all is an
-error. With `--crd`, the fields beside the blocks are checked against the
-CRD's schema too (webhook/crd_fields.py), as kubectl's strict field
-validation does. Many objects are judged on several cores (parallel_judging). The output formats are webhook/validate_output."""
+error. Unknown fields are named as kubectl's strict field validation names
+them (webhook/schemas/unknown_fields.py): the core kinds' always, a target's with
+`--crd` (its CRD's schema). Many objects are judged on several cores (parallel_judging). The output formats are webhook/validate/output/."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 
-from webhook import collector, crd_fields, engine, manifests
+from webhook import collector, engine, manifests
 from webhook.validate import coverage, parallel_judging
 from webhook.view import StaticView
-from webhook.command_input import (EXIT_OK, EXIT_USAGE, label, load, load_config, package_version,
-                                   profile as parse_profile)
+from webhook.command_input import EXIT_OK, EXIT_USAGE, config_args, label, load, load_config, package_version
 from webhook.field import ROOT, invalid
+from webhook.schemas import unknown_fields
 from webhook.validate.output import FORMATS, render
 from webhook.validate.output.model import SKIPPED, UNRELATED, Report, Result, judged
 from webhook.verdict import Verdict
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
-    v = sub.add_parser("validate", help="validate manifests offline with the webhook's rules")
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    v = subparsers.add_parser("validate", help="validate manifests offline with the webhook's rules")
     v.add_argument("-f", "--filename", action="extend", nargs="+", required=True, metavar="PATH",
                    help="files or directories (YAML, multi-document, or JSON); repeatable; - for stdin")
     v.add_argument("--old", action="append", metavar="PATH",
@@ -34,10 +33,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     v.add_argument("--crd", action="append", metavar="PATH",
                    help="CustomResourceDefinitions (file or directory; repeatable): fields their schemas do not "
                         "declare are errors, as kubectl's strict field validation says them")
-    v.add_argument("--config", metavar="FILE", help="configuration file (docs/configuration.md)")
-    v.add_argument("--profile", action="append", type=parse_profile, metavar="NAME",
-                   help="add a shipped profile: jobset, leaderworkerset (lws), job-template:KIND.GROUP:JOBSPEC_PATH; "
-                        "repeatable")
+    config_args(v)
     v.add_argument("--fail-on", choices=("deny", "warn", "audit"), default="deny",
                    help="exit 1 on violations enforced at or above this action (enforcement config; default deny)")
     v.add_argument("--fail-on-skipped", action="store_true",
@@ -56,10 +52,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return v
 
 
-def crd_schemas(paths: list[str]) -> crd_fields.Schemas:
+def crd_schemas(paths: list[str]) -> unknown_fields.CrdSchemas:
     """The schemas of the CRDs in `paths`; anything else there is a usage error."""
     docs, problems = load(paths)
-    schemas = crd_fields.Schemas()
+    schemas = unknown_fields.CrdSchemas()
     why = [f"{p.where}: {p.message}" for p in problems]
     for doc in docs:
         reason = schemas.add_crd(doc.obj)
@@ -71,17 +67,6 @@ def crd_schemas(paths: list[str]) -> crd_fields.Schemas:
             print(f"error: --crd {line}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
     return schemas
-
-
-def with_unknown_fields(verdict: Verdict, obj: dict, schemas: crd_fields.Schemas) -> Verdict:
-    """The verdict plus the fields the object's CRD does not declare (once: the
-    blocks' own schemas may have named some already)."""
-    schema = schemas.for_object(obj)
-    if schema is None:
-        return verdict
-    named = {str(e.field) for e in verdict.errors}
-    extra = [e for e in crd_fields.unknown_fields(obj, schema) if str(e.field) not in named]
-    return dataclasses.replace(verdict, errors=[*verdict.errors, *extra], checked=True)
 
 
 def judge(docs: list[manifests.Document], args: argparse.Namespace, cfg, schemas, olds: dict) -> list[Result]:
@@ -96,8 +81,7 @@ def judge(docs: list[manifests.Document], args: argparse.Namespace, cfg, schemas
         if found.state == coverage.JUDGED:
             old = olds.get(manifests.identity(obj)) if args.old else None
             verdict = engine.validate(engine.Request.for_object(obj, old), cfg, view, scope="cli")
-            if schemas is not None:
-                verdict = with_unknown_fields(verdict, obj, schemas)
+            verdict = unknown_fields.added(verdict, obj, schemas)
             if verdict.checked:
                 return judged(doc, verdict, args.fail_on, found.warns)
             return Result(doc, UNRELATED, verdict, f"{obj.get('kind')} is judged on create only")  # a Pod

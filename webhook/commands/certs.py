@@ -10,7 +10,7 @@ import ipaddress
 import os
 import sys
 
-EXIT_OK, EXIT_USAGE = 0, 2
+from webhook.command_input import EXIT_OK, EXIT_USAGE, at_least
 
 
 def ip_address(text: str) -> str:
@@ -19,6 +19,26 @@ def ip_address(text: str) -> str:
         return str(ipaddress.ip_address(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an IP address: {text!r}") from None
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    c = subparsers.add_parser("certs", help="generate or inspect certificates")
+    csub = c.add_subparsers(dest="certs_command", required=True)
+    cg = csub.add_parser("generate", help="write ca.crt/ca.key and tls.crt/tls.key; prints the CA path")
+    cg.add_argument("--out", required=True, metavar="DIR")
+    cg.add_argument("--dns", action="append", metavar="NAME", help="SAN DNS name; repeatable")
+    cg.add_argument("--ip", action="append", type=ip_address, metavar="ADDR", help="SAN IP address; repeatable")
+    cg.add_argument("--ca-dir", metavar="DIR", help="sign with the CA in DIR instead of a new one")
+    cg.add_argument("--days", type=at_least(1), default=90, metavar="N",
+                    help="the serving certificate's validity in days; default 90")
+    cg.add_argument("--ca-days", type=at_least(1), default=None, metavar="N",
+                    help="a new CA's validity in days; default 365")
+    cg.add_argument("--force", action="store_true", help="replace certificates and keys already in --out")
+    ci = csub.add_parser("inspect", help="print each certificate's subject, issuer, validity (days left), key type, "
+                                         "SHA-256 fingerprint and SANs")
+    ci.add_argument("file")
+    c.set_defaults(func=run)
+    return c
 
 
 def run(args: argparse.Namespace) -> int:
