@@ -133,3 +133,31 @@ def test_the_masters_reason_reaches_a_forked_worker():
     assert line.get() is None
     line.set("a" + "é" * 5000)            # bounded: cut at a character, never past the page
     assert line.get() == "a" + "é" * ((registrar.SharedLine.SIZE - 5) // 2)
+
+
+def test_run_is_loud_by_what_a_step_says_as_data_never_by_its_words(caplog):
+    """An unserved target and a failed attempt are warnings, the rest info: decided by the Step's
+    flags, so words that match none of the old prefixes change nothing."""
+    import logging
+    import threading
+    from types import SimpleNamespace
+    from webhook.cluster.registrar import Registrar, Step
+    steps = iter([Step("zz unserved", unserved=True), Step("zz fine"), RuntimeError("zz boom")])
+    stop = threading.Event()
+
+    def step():
+        try:
+            s = next(steps)
+        except StopIteration:
+            stop.set()
+            return Step("zz fine")
+        if isinstance(s, Exception):
+            raise s
+        return s
+    fake = SimpleNamespace(step=step, registered=False)
+    with caplog.at_level(logging.INFO, logger="workload_webhook.registrar"):
+        Registrar.run(fake, stop, interval=0, wait_interval=0, unserved_interval=0)
+    levels = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert levels[:3] == [(logging.WARNING, "webhook registration: zz unserved"),
+                          (logging.INFO, "webhook registration: zz fine"),
+                          (logging.WARNING, "webhook registration: registration failed: zz boom")], levels

@@ -176,6 +176,14 @@ class SharedLine:
 UNSERVED = "targets not served"
 
 
+class Step(NamedTuple):
+    """What one registration attempt did: the words for the log, and as data whether a
+    target is not served or the attempt failed (loud in the log; the pace of the next try)."""
+    text: str
+    unserved: bool = False
+    failed: bool = False
+
+
 class Registrar:
     """Runs in the gunicorn master: waits, registers, then checks every interval."""
 
@@ -285,8 +293,8 @@ class Registrar:
             raise
         return {"name": self.owner_name, "uid": role.metadata.uid}
 
-    def step(self) -> str:
-        """One attempt; returns what happened (for the log and the tests)."""
+    def step(self) -> "Step":
+        """One attempt; returns what happened (for the log and the tests), as a value."""
         self.revision = Revision(self.revision.release, self._rollout())
         problems = self._unserved()
         if problems:
@@ -294,18 +302,19 @@ class Registrar:
             said = f"{UNSERVED}: {'; '.join(problems)}"
             if registered is None or any(older(r, self.revision) for r in registered):
                 self.unready.set(said)
-                return f"waiting: {said}"
+                return Step(f"waiting: {said}", unserved=True)
             self.unready.set(None)
             self.registered = True          # this revision is registered: check at the slow pace
-            return f"not updating: {said} (revision {', '.join(map(str, registered))} stays registered)"
+            return Step(f"not updating: {said} (revision {', '.join(map(str, registered))} stays registered)",
+                        unserved=True)
         self.unready.set(None)
         if not self._ready_here():
-            return "waiting: this Pod is not ready"
+            return Step("waiting: this Pod is not ready")
         if not self._ready_in_service():
-            return "waiting: this Pod is not yet a ready endpoint of its Service"
+            return Step("waiting: this Pod is not yet a ready endpoint of its Service")
         owner = self._owner()
         if owner is None:
-            return f"not registering: the owner ClusterRole {self.owner_name} is gone (uninstalled)"
+            return Step(f"not registering: the owner ClusterRole {self.owner_name} is gone (uninstalled)")
         try:
             with open(self.ca_file, "rb") as f:
                 ca_bundle = f.read() or None
@@ -316,7 +325,7 @@ class Registrar:
             if self._write(doc, owner, ca_bundle):
                 written.append(doc["kind"])
         self.registered = True
-        return f"registered {', '.join(written)} (revision {self.revision})" if written else "up to date"
+        return Step(f"registered {', '.join(written)} (revision {self.revision})" if written else "up to date")
 
     def _write(self, doc: dict, owner: dict, ca_bundle: bytes | None) -> bool:
         from kubernetes import client
@@ -357,12 +366,12 @@ class Registrar:
             try:
                 said = self.step()
             except Exception as exc:        # keep trying; say why
-                said = f"registration failed: {(str(exc).splitlines() or [type(exc).__name__])[0][:300]}"
+                said = Step(f"registration failed: {(str(exc).splitlines() or [type(exc).__name__])[0][:300]}",
+                            failed=True)
             if said != last:
-                loud = said.startswith("registration failed") or UNSERVED in said
-                (log.warning if loud else log.info)("webhook registration: %s", said)
+                (log.warning if said.failed or said.unserved else log.info)("webhook registration: %s", said.text)
                 last = said
-            stop.wait(interval if self.registered else unserved_interval if UNSERVED in said else wait_interval)
+            stop.wait(interval if self.registered else unserved_interval if said.unserved else wait_interval)
 
 
 def from_flags(api_client, manifests_path: str, owner: str, service: str | None, port: int, bind: str,
