@@ -61,3 +61,71 @@ def test_a_dead_process_gauges_leave_the_multiprocess_directory(tmp_path, monkey
     (tmp_path / "counter_424242.db").write_bytes(b"")
     s._forget()
     assert sorted(os.listdir(tmp_path)) == ["counter_424242.db"]
+
+
+class Cluster:
+    """A transport of the test's own answering as kube-apiserver would: the PodGroups and Pods
+    listed, watches that stay open (quietly), Events recorded."""
+
+    def __init__(self, podgroups, pods, deliver=(), ready=lambda: True):
+        import threading
+        self.lists = {"/apis/scheduling.k8s.io/v1beta1/podgroups": podgroups, "/api/v1/pods": pods}
+        self.deliver = list(deliver)        # watch events for the Pods, sent once `ready()`
+        self.ready = ready
+        self.events, self.stop = [], threading.Event()
+
+    def send(self, method, path, query, headers, body, timeout):
+        from tests.unit.test_list_watch import Reply, lines, page
+        q = dict(query)
+        if method == "POST" and path.endswith("/events"):
+            self.events.append(json.loads(body) if isinstance(body, (bytes, str)) else body)
+            return Reply(201, b"{}")
+        if path not in self.lists:
+            return Reply(404, b"{}")
+        if q.get("watch") == "true":
+            send = lines(*self.deliver) if path == "/api/v1/pods" and self.ready() else []
+            if send:
+                self.deliver = []
+
+            class Quiet(Reply):
+                def chunks(inner):
+                    yield from send
+                    self.stop.wait(0.2)
+            return Quiet(200)
+        return Reply(200, page(self.lists[path], 5))
+
+
+def test_the_runner_leads_lists_and_says_each_change_on_the_podgroup():
+    import threading
+    import time
+    from tests.unit.test_gang_store import pod, podgroup
+    from webhook.cluster.api import Api
+    runner = None
+    cluster = Cluster([podgroup("g", 4)], [pod(f"p{i}") for i in range(3)],
+                      deliver=[{"type": "ADDED", "object": pod("p3", rv=9)}],
+                      ready=lambda: runner is not None and runner.model.primed)
+
+    class Held:
+        identity = "me"
+
+        def try_hold(self):
+            return True
+
+        def release(self):
+            pass
+    runner = Runner(Api(cluster), config_mod.from_dict({"gangs": {"model": True}}).gangs, Held(), 15, "me")
+    stop = threading.Event()
+    thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any(e["reason"] == "GangWaitingForCapacity" for e in cluster.events):
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        cluster.stop.set()
+        thread.join(10)
+    said = [(e["reason"], e["regarding"]["name"], e["reportingInstance"]) for e in cluster.events]
+    # the gang listed short of members was already there: taken as said; the fourth Pod's arrival is a change
+    assert said == [("GangWaitingForCapacity", "g", "me")], said
+    assert cluster.events[0]["metadata"]["namespace"] == "ml"

@@ -210,8 +210,8 @@ class Runner:
                         log.warning("gangs: the Lease is not ours (%.0f s): the model stops", now - renewed)
                         return
                 if groups.synced and pods.synced:
-                    metrics.GANG_MODEL_SYNCED.set(1)
                     self.model.step()
+                    metrics.GANG_MODEL_SYNCED.set(1)     # after the first step: what it listed is primed
         finally:
             for w in watchers:
                 w.stop()
