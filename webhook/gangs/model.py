@@ -181,6 +181,7 @@ class Runner:
         self.lease, self.duration = lease, duration
         self.model = Model(settings, write=lambda ns, ev: events.write(self.api, ns, ev, timeout=TIMEOUT[1]),
                            instance=identity)
+        self.model.reset()                 # the series at 0 from the start: a replica that never leads says 0
 
     def _podgroups(self) -> str:
         version = self.api.served_version(SCHEDULING, PODGROUP.plural, PODGROUP.versions, timeout=TIMEOUT)
