@@ -27,6 +27,7 @@ from prometheus_client import generate_latest
 from tests.e2e.node import in_ns
 from tests.server.harness import REPO
 from webhook.config import BridgeSettings, GangSettings
+from webhook.kinds import PODGROUP
 
 NS = "ww-gangs"
 WITHIN = 30.0          # "within seconds": the model's tick, its settle second, the watch's delivery
@@ -43,9 +44,12 @@ def wait_for(what: str, check, timeout: float = WITHIN, interval: float = 0.3, d
 
 
 def podgroup_version(node) -> str:
-    status, body = node.api("GET", "/apis/scheduling.k8s.io")
-    assert status == 200, body
-    return body["preferredVersion"]["version"]
+    """The first version the API server serves PodGroups in (scheduling.k8s.io's preferred one is
+    PriorityClass's v1)."""
+    for version in PODGROUP.versions:
+        if node.api("GET", f"/apis/scheduling.k8s.io/{version}/podgroups?limit=1")[0] == 200:
+            return version
+    pytest.fail("the API server serves no PodGroups")
 
 
 def podgroup(version: str, name: str, min_count: int) -> dict:
