@@ -88,6 +88,15 @@ class EventSettings:
 
 
 @dataclass(frozen=True)
+class GangSettings:
+    """The live gang model (webhook.gangs): off unless `model`; its Events on PodGroups are
+    rate-limited across the whole cluster (one replica writes, under the bridge's Lease)."""
+    model: bool = False
+    eventsPerMinute: int = 120
+    eventsBurst: int = 30
+
+
+@dataclass(frozen=True)
 class NamespaceSelector:
     """A label selector over a namespace's labels (a webhook's namespaceSelector); empty: every namespace."""
     matchLabels: tuple[tuple[str, str], ...] = ()
@@ -146,6 +155,7 @@ class Config:
     bridge: BridgeSettings = field(default_factory=BridgeSettings)
     events: EventSettings = field(default_factory=EventSettings)
     gangByDefault: GangByDefault = field(default_factory=GangByDefault)
+    gangs: GangSettings = field(default_factory=GangSettings)
 
     def gate(self, name: str) -> bool:
         return self.featureGates.get(name, False)
@@ -251,6 +261,7 @@ def from_dict(data: Any, source: str = "<config>") -> Config:
         bridge=_bridge(data.get("bridge") or {}),
         events=EventSettings(**(data.get("events") or {})),
         gangByDefault=gang,
+        gangs=GangSettings(**(data.get("gangs") or {})),
     )
 
 

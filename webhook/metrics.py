@@ -165,3 +165,27 @@ def render() -> tuple[bytes, str]:
         registry.register(collector)
     return generate_latest(registry), CONTENT_TYPE_LATEST
 
+
+# The live gang model (webhook/gangs/model.py), in the bridge's process, only while it holds the
+# bridge's Lease: one replica counts, the others say 0 (alerts take the max over replicas).
+GANG_STATES = ("waiting_for_members", "waiting_for_capacity", "scheduled", "degraded", "finished", "failed")
+GANGS = Gauge("workload_webhook_gangs", "Gangs (PodGroups with a gang policy) by state, as the live gang model "
+              "sees them (the Lease holder; 0 on the other replicas)", ["state"], multiprocess_mode="livemax")
+GANG_OLDEST_WAITING = Gauge("workload_webhook_gang_oldest_waiting_seconds",
+                            "Seconds since the creation of the oldest gang still waiting for members or capacity "
+                            "(0: none waits)", multiprocess_mode="livemax")
+GANG_MODEL_SYNCED = Gauge("workload_webhook_gang_model_synced", "1 while this replica's gang model holds the Lease "
+                          "and has listed every PodGroup and member Pod", multiprocess_mode="livemax")
+_GANG_BUCKETS = (1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600)
+GANG_QUORUM_SECONDS = Histogram("workload_webhook_gang_quorum_seconds",
+                                "Time from a PodGroup's creation to minCount members existing", buckets=_GANG_BUCKETS)
+GANG_BOUND_SECONDS = Histogram("workload_webhook_gang_bound_seconds",
+                               "Time from a PodGroup's creation to minCount members bound to nodes (all placed)",
+                               buckets=_GANG_BUCKETS)
+GANG_DEGRADED_SECONDS = Histogram("workload_webhook_gang_degraded_seconds",
+                                  "Time from a PodGroup's creation to its first degradation (fewer than minCount on "
+                                  "a node after it was scheduled)", buckets=_GANG_BUCKETS)
+GANG_EVENTS = Counter("workload_webhook_gang_events_total",
+                      "Events the gang model wrote on PodGroups (written), or could not: failed (refused, no answer); "
+                      "rate_limited counts a state change whose Event waited for a token", ["outcome"])
+GANG_EVENT_OUTCOMES = ("written", "failed", "rate_limited")

@@ -14,7 +14,7 @@ from tests.unit.markdown import table_after
 
 SECURITY = os.path.join(REPO, "SECURITY.md")
 ON = {**EVERYTHING, "events": {"enabled": True},
-      "config": {**EVERYTHING["config"], "bridge": {"coscheduling": True, "volcano": True},
+      "config": {**EVERYTHING["config"], "bridge": {"coscheduling": True, "volcano": True}, "gangs": {"model": True},
                  "enforcement": {"namespaces": [{"selector": {"matchLabels": {"team": "research"}}, "action": "warn"}]}}}
 RENDERS = [ON, {**ON, "webhook": {"url": "https://wh.example.com:9443"}, "audit": {"enabled": True,
                                                                                   "reportFormat": "wgpolicy"}}]

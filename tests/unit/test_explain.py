@@ -374,3 +374,16 @@ def test_the_subcommand_parses_and_refuses_a_bare_kind(capsys):
     assert run(args) == 2 and "give KIND/NAME" in capsys.readouterr().err
     args = parser.parse_args(["explain", "podgroup", "train", "--color", "never"])
     assert (args.object, args.name) == ("podgroup", "train")
+
+
+def test_the_gang_line_is_the_live_models_state_of_what_explain_read():
+    from webhook.gangs import state as sm
+    from webhook.gangs.store import group_of, member_of
+    pods = [pod(f"w-{i}") for i in range(3)]
+    pg = podgroup(claims=())
+    [node] = group_node(tree.build(objects(podgroups=[pg], pods=pods), "podgroup", "train", NS))
+    want = sm.state(group_of(pg), [member_of(p)[1] for p in pods])
+    assert node["gang"] == {"state": "waiting_for_members", "line": "waiting for members 3/4", "reason": None}
+    assert node["gang"]["line"] == want.line()
+    assert "gang: waiting for members 3/4" in text.render(tree.build(objects(podgroups=[pg], pods=pods),
+                                                                     "podgroup", "train", NS))

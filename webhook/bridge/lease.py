@@ -110,6 +110,14 @@ class Lease:
         self.held_since = None
         return False
 
+    def holder(self) -> str | None:
+        """Who holds the Lease now, read, never written (None: nobody, or no answer): how a second
+        loop of this process (the live gang model, webhook/gangs/model.py) follows this one."""
+        try:
+            return ((self._read().get("spec") or {}).get("holderIdentity")) or None
+        except Exception:                 # noqa: BLE001 - no Lease, refused, unreachable: not ours
+            return None
+
     def release(self) -> None:
         """Give the Lease up (a stopping replica), so another takes it at once."""
         from kubernetes.client.rest import ApiException

@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from webhook.explain import provenance
+from webhook.gangs import state as gang_state
+from webhook.gangs.store import group_of, member_of
 from webhook.kinds import metadata
 
 SCHEDULED = "PodGroupInitiallyScheduled"
@@ -187,6 +189,16 @@ def verdict(node: dict) -> str:
     return f"running: {m['bound']} bound" + (f", {m['finished']} finished" if m["finished"] else "")
 
 
+def gang(pg: dict, members: list[dict]) -> dict | None:
+    """The live gang model's state of the group (webhook/gangs/state.py), computed by the same
+    function from the same projections of what explain read; None without a gang policy."""
+    group = group_of(pg)
+    if group is None:
+        return None
+    status = gang_state.state(group, [m[1] for m in map(member_of, members) if m is not None])
+    return {"state": status.state, "line": status.line(), "reason": status.reason or None}
+
+
 def reason(cond: dict | None, event: dict | None, pending: int) -> str | None:
     """The scheduler's last word on the group, in one line."""
     if cond and cond.get("status") == "False":
@@ -230,6 +242,7 @@ def podgroup_node(pg: dict, pods: list[dict], claims: dict[str, dict], events: l
                     "labelledNotJoined": unjoined},
         "scheduling": {"condition": cond, "lastEvent": event,
                        "reason": reason(cond, event, states.count("pending"))},
+        "gang": gang(pg, members),
         "claims": group, "podClaims": own,
         "addedAtAdmission": [{"field": f, "pods": sorted(ps)} for f, ps in sorted(added.items())],
         "setBy": provenance.set_by(pg), "children": [],

@@ -121,6 +121,9 @@ def details(node: dict, p: Paint) -> Iterator[str]:
     if kind == "PodGroup":
         m = node["members"]
         yield "state: " + _state(node["state"], p)
+        if node.get("gang"):
+            g = node["gang"]
+            yield "gang: " + p(RED if g["state"] in ("degraded", "failed") else "", g["line"])
         yield (f"members: {m['joined']} joined · " + p(GREEN if m["bound"] else "", f"{m['bound']} bound") + " · " +
                p(RED if m["pending"] else "", f"{m['pending']} pending") +
                (f" · {m['finished']} finished" if m["finished"] else ""))

@@ -9,7 +9,13 @@ master keeps only a thread that restarts it if it dies (os.kill(pid, 0): gunicor
 SIGCHLD handler reaps any child, so waitpid cannot be relied on) and stops it at exit,
 when it gives its Lease up.
 
-    python3 -m webhook.server.bridge_process --cluster auto --settings '{...}'"""
+The live gang model (webhook/gangs/model.py, `gangs.model`) runs in this process too, under
+the same Lease and identity: with a bridge dialect on it follows the bridge's loop (it reads
+the Lease, never writes it), without one it holds the Lease itself. Its metrics reach the
+master's /metrics through the multiprocess directory this process inherits; the supervisor
+drops a dead process's gauges.
+
+    python3 -m webhook.server.bridge_process --cluster auto --settings '{...}' [--gangs '{...}']"""
 from __future__ import annotations
 
 import argparse
@@ -37,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cluster", default="auto")
     p.add_argument("--kubeconfig")
     p.add_argument("--settings", required=True, help="bridge settings as JSON (webhook.config.BridgeSettings)")
+    p.add_argument("--gangs", help="the live gang model's settings as JSON (webhook.config.GangSettings); "
+                   "absent: off")
     p.add_argument("--log-level", default="info")
     p.add_argument("--log-format", default="json")
     args = p.parse_args(argv)
@@ -54,23 +62,50 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    Bridge(api, settings).run(stop)             # gives the Lease up once stopped
+    bridge = Bridge(api, settings)
+    gangs = _gang_runner(api, bridge, args.gangs)
+    if not settings.dialects:                   # the model alone: it holds the Lease
+        gangs.run(stop)
+        return 0
+    if gangs is not None:
+        threading.Thread(target=gangs.run, args=(stop,), name="gangs", daemon=True).start()
+    bridge.run(stop)                            # gives the Lease up once stopped
     return 0
+
+
+def _gang_runner(api, bridge, raw: str | None):
+    """The live gang model on the bridge's Lease (its identity), or None when it is off."""
+    from webhook.config import GangSettings
+    if not raw:
+        return None
+    from webhook.gangs.model import Following, Runner
+    lease = bridge.lease if not bridge.settings.dialects else Following(bridge.lease)
+    return Runner(api, GangSettings(**json.loads(raw)), lease, bridge.settings.leaseDurationSeconds,
+                  bridge.identity)
 
 
 class Supervisor:
     """In the master: the bridge process, restarted (with backoff) when it dies."""
 
-    def __init__(self, cluster: str, kubeconfig: str | None, settings, log_level: str, log_format: str):
+    def __init__(self, cluster: str, kubeconfig: str | None, settings, log_level: str, log_format: str,
+                 gangs=None):
         self.argv = [sys.executable, "-m", "webhook.server.bridge_process", "--cluster", cluster,
                      "--settings", json.dumps(dataclasses.asdict(settings)), "--log-level", log_level,
-                     "--log-format", log_format, *(["--kubeconfig", kubeconfig] if kubeconfig else [])]
+                     "--log-format", log_format, *(["--kubeconfig", kubeconfig] if kubeconfig else []),
+                     *(["--gangs", json.dumps(dataclasses.asdict(gangs))] if gangs is not None and gangs.model
+                       else [])]
         self.proc: subprocess.Popen | None = None
         self._stopped = threading.Event()
         self.restarts = 0
 
     def _spawn(self) -> None:
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL)
+
+    def _forget(self) -> None:
+        """A dead process's live gauges (the gang model's) leave the master's /metrics."""
+        if self.proc is not None and os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            from prometheus_client import multiprocess
+            multiprocess.mark_process_dead(self.proc.pid)
 
     def _alive(self) -> bool:
         try:
@@ -94,6 +129,7 @@ class Supervisor:
             if self._stopped.wait(backoff):
                 return
             backoff = min(backoff * 2, MAX_BACKOFF)
+            self._forget()
             self.restarts += 1
             self._spawn()
 
@@ -113,6 +149,7 @@ class Supervisor:
         except (subprocess.TimeoutExpired, ChildProcessError):
             if self._alive():
                 self.proc.kill()
+        self._forget()
 
 
 if __name__ == "__main__":

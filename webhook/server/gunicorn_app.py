@@ -100,7 +100,7 @@ class WebhookServer(BaseApplication):
             self.snapshot = listed_once(s.cluster, self.launch.kubeconfig)
         if self.launch.certificates.sync is not None or self.launch.registrar is not None:
             self._start_master_loops()
-        if self.launch.config.bridge.dialects and s.cluster != "disabled":
+        if (self.launch.config.bridge.dialects or self.launch.config.gangs.model) and s.cluster != "disabled":
             self._start_bridge()
 
     def _start_bridge(self) -> None:
@@ -110,7 +110,7 @@ class WebhookServer(BaseApplication):
         from webhook.server.bridge_process import Supervisor
         s = self.launch.config.server
         bridge = Supervisor(s.cluster, self.launch.kubeconfig, self.launch.config.bridge, s.logLevel,
-                            s.logFormat).start()
+                            s.logFormat, self.launch.config.gangs).start()
         self.cfg.set("on_exit", lambda server: bridge.stop())
 
     def workers_forked(self) -> None:

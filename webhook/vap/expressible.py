@@ -44,7 +44,7 @@ CONFIG_SETTINGS: dict[str, str] = {
 }
 #: Config sections no target rule reads (the targets themselves are classified above; gangByDefault only mutates).
 UNREAD_SECTIONS = frozenset({"featureGates", "pods", "server", "certificates", "profiles", "vap", "targets", "bridge",
-                             "events", "gangByDefault"})
+                             "events", "gangByDefault", "gangs"})
 #: When a config setting that stays the webhook's is in effect for a target.
 _IN_EFFECT = {
     "limits.allowedTopologyKeys": lambda cfg, t: bool(cfg.allowedTopologyKeys)

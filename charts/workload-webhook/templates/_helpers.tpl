@@ -147,9 +147,9 @@ app.kubernetes.io/component: webhook
 {{- else -}}
 {{- $_ := set $c "certificates" (dict "mode" "files") -}}
 {{- end -}}
-{{- if include "ww.bridge" . -}}
-{{- /* the Lease the chart's Role names, in the release namespace */ -}}
-{{- $b := deepCopy $c.bridge -}}
+{{- if include "ww.leader" . -}}
+{{- /* the Lease the chart's Role names, in the release namespace (the bridge's, which the gang model shares) */ -}}
+{{- $b := deepCopy ($c.bridge | default dict) -}}
 {{- $_ := set $b "lease" (merge (dict "name" (include "ww.bridgeLease" .) "namespace" .Release.Namespace) ($b.lease | default dict)) -}}
 {{- $_ := set $c "bridge" $b -}}
 {{- end -}}
@@ -250,6 +250,17 @@ matchConditions:
 {{- define "ww.bridge" -}}
 {{- $bridge := .Values.config.bridge | default dict -}}
 {{- if or $bridge.coscheduling $bridge.volcano }}true{{ end -}}
+{{- end -}}
+
+{{/* The live gang model (config.gangs.model, docs/operations.md#the-live-gang-model). */}}
+{{- define "ww.gangModel" -}}
+{{- $gangs := .Values.config.gangs | default dict -}}
+{{- if $gangs.model }}true{{ end -}}
+{{- end -}}
+
+{{/* What holds the bridge's Lease in the bridge's process: the bridge, the gang model or both. */}}
+{{- define "ww.leader" -}}
+{{- if or (include "ww.bridge" .) (include "ww.gangModel" .) }}true{{ end -}}
 {{- end -}}
 
 {{/* The targets webhook rules cover: config.targets plus those of config.profiles
