@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from webhook.cluster.watch import RELIST, key_of
+from webhook.cluster.watch import RELIST, apply_event, key_of
 
 __all__ = ["RELIST", "BridgeStore", "key_of"]
 
@@ -54,18 +54,9 @@ class BridgeStore:
 
     def apply(self, event: dict) -> str | None:
         """One watch event ({"type", "object"}); RELIST to start over."""
-        kind, obj = event.get("type"), event.get("object", event.get("raw_object"))
-        if not isinstance(obj, dict) or kind == "ERROR":
-            return RELIST
-        if kind in ("ADDED", "MODIFIED"):
-            self._put(obj)
-        elif kind == "DELETED":
-            key = key_of(obj)
-            if key in self.objects:
-                self.on_change(self.objects.pop(key), None)
-        elif kind != "BOOKMARK":
-            return RELIST
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
-        if rv:
-            self.resource_version = rv
-        return None
+        return apply_event(self, event, self._put, self._deleted)
+
+    def _deleted(self, obj: dict) -> None:
+        key = key_of(obj)
+        if key in self.objects:
+            self.on_change(self.objects.pop(key), None)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from webhook.cluster import projection
-from webhook.cluster.watch import RELIST
+from webhook.cluster.watch import apply_event
 
 @dataclass
 class PackedStore:
@@ -53,26 +53,14 @@ class PackedStore:
 
     def apply(self, event: dict) -> str | None:
         """One watch event, shaped as kubernetes.watch.Watch.stream yields it
-        ({'type', 'object', 'raw_object'}). Returns RELIST when the watch must
+        ({'type', 'object', 'raw_object'}). Returns watch.RELIST when the watch must
         start over from a fresh LIST (410 Gone, or an event it cannot read)."""
-        kind = event.get("type")
-        obj = event.get("raw_object", event.get("object"))
-        if not isinstance(obj, dict):
-            return RELIST
-        if kind == "ERROR":
-            return RELIST         # 410 Gone or any other error: start over from a LIST
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
-        if kind in ("ADDED", "MODIFIED"):
-            self.add([obj])
-        elif kind == "DELETED":
-            key = _key(obj)
-            if key is not None:
-                self.objects.pop(key, None)
-        elif kind != "BOOKMARK":
-            return RELIST
-        if rv:
-            self.resource_version = rv
-        return None
+        return apply_event(self, event, lambda obj: self.add([obj]), self._drop)
+
+    def _drop(self, obj: dict) -> None:
+        key = _key(obj)
+        if key is not None:
+            self.objects.pop(key, None)
 
     def get(self, namespace: str, name: str) -> dict | None:
         packed = self.objects.get(f"{namespace}/{name}")

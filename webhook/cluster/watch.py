@@ -31,6 +31,28 @@ NOT_SERVED_WAIT = 30.0
 log = logging.getLogger("workload_webhook.cluster")
 
 
+def apply_event(store: "Store", event: dict, put: Callable[[dict], None], drop: Callable[[dict], None]) -> str | None:
+    """The one reading of a watch event, for every store's `apply`: ADDED and MODIFIED `put` the
+    object, DELETED `drop`s it, a BOOKMARK only moves the store's resourceVersion on (as every
+    event does); ERROR (410 Gone or another), an event without an object or of an unknown type
+    is RELIST. The object is the event's dict (`raw_object` when the client decoded `object`)."""
+    kind, obj = event.get("type"), event.get("raw_object")
+    if not isinstance(obj, dict):
+        obj = event.get("object")
+    if not isinstance(obj, dict) or kind == "ERROR":
+        return RELIST
+    if kind == "ADDED" or kind == "MODIFIED":
+        put(obj)
+    elif kind == "DELETED":
+        drop(obj)
+    elif kind != "BOOKMARK":
+        return RELIST
+    rv = (obj.get("metadata") or {}).get("resourceVersion")
+    if rv:
+        store.resource_version = rv
+    return None
+
+
 class Store(Protocol):
     resource_version: str | None
     synced: bool

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 
-from webhook.cluster.watch import RELIST
+from webhook.cluster.watch import apply_event
 from webhook.gangs.state import CONDITION, GangGroup, GangMember
 
 Key = tuple[str, str]           # (namespace, PodGroup name)
@@ -134,20 +134,15 @@ class _Store:
         self.resource_version, self.synced = resource_version, True
 
     def apply(self, event: dict) -> str | None:
-        kind, obj = event.get("type"), event.get("object", event.get("raw_object"))
-        if not isinstance(obj, dict) or kind == "ERROR":
-            return RELIST
-        if kind in ("ADDED", "MODIFIED", "DELETED"):
+        return apply_event(self, event, self._locked(self._put), self._locked(self._drop))
+
+    def _locked(self, change):
+        def under_lock(obj: dict) -> None:
             key = _key(obj)
             if key is not None:
                 with self.gangs.lock:
-                    self._put(key, obj) if kind != "DELETED" else self._drop(key, obj)
-        elif kind != "BOOKMARK":
-            return RELIST
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
-        if rv:
-            self.resource_version = rv
-        return None
+                    change(key, obj)
+        return under_lock
 
     @property
     def objects(self) -> range:
