@@ -101,7 +101,7 @@ def _scenario(prefix):
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
-def test_gang_1_a_priority_other_than_the_groups(scheduler, api, namespace, excluded):
+def test_GANG_1_a_priority_other_than_the_groups(scheduler, api, namespace, excluded):
     scenario = _scenario("prio")
     make_nodes(api, scenario, [{"cpu": 4}])
     words = "all pods in a single pod group should have the same priority as the pod group's priority, got 1000 and 0"
@@ -122,7 +122,7 @@ def test_gang_1_a_priority_other_than_the_groups(scheduler, api, namespace, excl
                                       for _ in range(2)], scheduler)
 
 
-def test_gang_2_a_preemption_policy_other_than_the_groups(scheduler, api, namespace, excluded):
+def test_GANG_2_a_preemption_policy_other_than_the_groups(scheduler, api, namespace, excluded):
     scenario = _scenario("policy")
     make_nodes(api, scenario, [{"cpu": 4}])
     words = ("all pods in a single pod group should have the same preemption policy as the pod group's "
@@ -143,7 +143,7 @@ def test_gang_2_a_preemption_policy_other_than_the_groups(scheduler, api, namesp
                                       for _ in range(2)], scheduler)
 
 
-def test_gang_3_a_scheduler_other_than_the_members(scheduler, api, namespace, excluded):
+def test_GANG_3_a_scheduler_other_than_the_members(scheduler, api, namespace, excluded):
     scenario = _scenario("sched")
     make_nodes(api, scenario, [{"cpu": 4}])
     message = fails_unchecked(api, scheduler, scenario, [scenario_pod("", scenario),
@@ -173,7 +173,7 @@ def _hierarchy(api, namespace, root, leaves, **root_spec):
                                                     workloadRef={"workloadName": root, "templateName": leaf}))
 
 
-def test_gang_1_in_a_hierarchy_the_root_composite_groups_priority(scheduler, api, namespace, excluded):
+def test_GANG_1_in_a_hierarchy_the_root_composite_groups_priority(scheduler, api, namespace, excluded):
     """The leaves are created without a class (priority 0), their root CompositePodGroup with
     one (1000): the scheduler compares each Pod with the root, and so does the webhook."""
     scenario = _scenario("tree")

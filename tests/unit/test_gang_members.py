@@ -33,7 +33,7 @@ def rules(v):
     return [e.rule for e in v.errors]
 
 
-def test_a_priority_other_than_the_groups_is_refused_in_the_schedulers_words():
+def test_GANG_1_a_priority_other_than_the_groups_is_refused_in_the_schedulers_words():
     v = joined(pod({LABEL: "pg"}, priorityClassName="high", priority=1000), podgroup("pg", priority=0))
     assert rules(v) == ["GANG-1"] and not v.allowed
     e = v.errors[0]
@@ -42,25 +42,25 @@ def test_a_priority_other_than_the_groups_is_refused_in_the_schedulers_words():
            "got 1000 and 0" in e.detail and SCHEDULER_ERROR in e.detail and "no priorityClassName" in e.detail
 
 
-def test_the_groups_priority_and_unset_priorities_join():
+def test_GANG_1_the_groups_priority_and_unset_priorities_join():
     assert joined(pod({LABEL: "pg"}, priorityClassName="high", priority=1000),
                   podgroup("pg", priorityClassName="high", priority=1000)).allowed
     assert joined(pod({LABEL: "pg"}), podgroup("pg")).allowed            # both unset: both 0
     assert joined(pod({LABEL: "pg"}, priority=0), podgroup("pg")).allowed
 
 
-def test_the_groups_class_is_named_in_what_to_change():
+def test_GANG_1_the_groups_class_is_named_in_what_to_change():
     v = joined(pod({LABEL: "pg"}), podgroup("pg", priorityClassName="high", priority=1000))
     assert rules(v) == ["GANG-1"] and "priorityClassName 'high'" in v.errors[0].detail \
         and "got 0 and 1000" in v.errors[0].detail
 
 
-def test_a_class_the_api_server_never_resolved_is_not_judged():
+def test_GANG_1_a_class_the_api_server_never_resolved_is_not_judged():
     """Offline (mutate --context) a Pod may name a class with no value: unknown, not 0."""
     assert joined(pod({LABEL: "pg"}, priorityClassName="high"), podgroup("pg", priority=5)).allowed
 
 
-def test_with_the_gate_the_policy_is_the_groups():
+def test_GANG_2_with_the_gate_the_policy_is_the_groups():
     v = joined(pod({LABEL: "pg"}, preemptionPolicy="Never"), podgroup("pg"))
     assert rules(v) == ["GANG-2"] and str(v.errors[0].field) == "spec.preemptionPolicy"
     assert "same preemption policy as the pod group's preemption policy, got Never and PreemptLowerPriority" \
@@ -70,7 +70,7 @@ def test_with_the_gate_the_policy_is_the_groups():
     assert rules(joined(pod({LABEL: "pg"}), podgroup("pg", preemptionPolicy="Never"))) == ["GANG-2"]
 
 
-def test_without_the_gate_the_policy_is_the_members():
+def test_GANG_2_without_the_gate_the_policy_is_the_members():
     off = config(featureGates={"CompositePodGroup": True, "PodGroupPreemptionPolicy": False})
     v = joined(pod({LABEL: "pg"}, preemptionPolicy="Never"), podgroup("pg"), member(), cfg=off)
     assert rules(v) == ["GANG-2"]
@@ -79,14 +79,14 @@ def test_without_the_gate_the_policy_is_the_members():
     assert joined(pod({LABEL: "pg"}, preemptionPolicy="Never"), podgroup("pg"), cfg=off).allowed   # the first member
 
 
-def test_a_scheduler_other_than_the_members_is_refused():
+def test_GANG_3_a_scheduler_other_than_the_members_is_refused():
     v = joined(pod({LABEL: "pg"}, schedulerName="second-profile"), podgroup("pg"), member())
     assert rules(v) == ["GANG-3"] and str(v.errors[0].field) == "spec.schedulerName"
     assert "same .spec.schedulerName set, got: \"second-profile\" and \"default-scheduler\"" in v.errors[0].detail
     assert "set spec.schedulerName: default-scheduler" in v.errors[0].detail
 
 
-def test_members_that_do_not_count_and_the_first_member():
+def test_GANG_3_members_that_do_not_count_and_the_first_member():
     p = pod({LABEL: "pg"}, schedulerName="second-profile")
     assert joined(p, podgroup("pg")).allowed                                            # no member yet
     assert joined(p, podgroup("pg"), member(phase="Succeeded")).allowed                 # terminated: not seen
@@ -94,7 +94,7 @@ def test_members_that_do_not_count_and_the_first_member():
     assert joined(p, podgroup("pg"), member(scheduler="second-profile")).allowed
 
 
-def test_the_bridges_hand_over_is_the_name_compared():
+def test_GANG_3_the_bridges_hand_over_is_the_name_compared():
     cfg = config(bridge={"schedulerNames": ["volcano"]})
     v = joined(pod({LABEL: "pg"}, schedulerName="volcano"), podgroup("pg"), member(), cfg=cfg)
     assert "GANG-3" not in rules(v)
