@@ -326,6 +326,7 @@ def test_sigterm_under_load_loses_no_accepted_connection(tmp_path):
     assert before > 10, "the load never got going"
     assert lost == [], (lost[:5], server.log()[-3000:])
     assert refused, "the server never stopped accepting"
+    assert "the listeners refuse new connections" in server.log()     # the SYN filter went on first
 
 
 def test_at_max_connections_a_worker_stops_accepting_until_one_closes(tmp_path):

@@ -17,6 +17,7 @@ from gunicorn.arbiter import Arbiter
 
 from webhook.certificates.serving import ServingCertificates
 from webhook.config import Config
+from webhook.server import listen_drain
 
 
 def _metrics_listener(host: str, s, certificates: ServingCertificates):
@@ -165,3 +166,13 @@ class _Master(Arbiter):
     def spawn_workers(self) -> None:
         super().spawn_workers()         # a forked worker never returns from it
         self.app.workers_forked()
+
+    def stop(self, graceful: bool = True) -> None:
+        """Before the listeners close: new SYNs are dropped (webhook.server.listen_drain), so
+        the workers' last accepts leave nothing in the queue for a close to reset. Not when
+        another master serves the same sockets (gunicorn's own condition for unlinking them)."""
+        if self.reexec_pid == self.master_pid == 0 and not self.cfg.reuse_port:
+            if all([listen_drain.refuse_new_connections(listener.sock) for listener in self.LISTENERS]):
+                logging.getLogger("workload_webhook.server").info(
+                    "stopping: the listeners refuse new connections; the workers answer what is queued")
+        super().stop(graceful)

@@ -24,8 +24,9 @@ The request bodies a worker buffers share one budget, `server.bodyBudgetBytes`
 (webhook/server/budget.py): past it, connections stop reading their bodies
 until answers give bytes back.
 
-On SIGTERM a worker waits until the master has closed its copy of the listeners,
-then accepts what already waits in the listen queue, so a connection the kernel
+On SIGTERM a worker waits until the master has closed its copy of the listeners
+(the master first makes them drop new SYNs: webhook/server/listen_drain.py), then
+accepts what already waits in the listen queue, so a connection the kernel
 accepted is answered, not reset; then it stops accepting. Its connections
 answer what they read, the last answer with `Connection: close`, and close once
 idle for a second (webhook/server/connection.py); what is in flight finishes
