@@ -73,6 +73,36 @@ def at_least(low: int):
     return parse
 
 
+def filename_args(p: argparse.ArgumentParser, what: str) -> None:
+    """`-f PATH`, repeatable and required: the objects a command reads."""
+    p.add_argument("-f", "--filename", action="append", required=True, metavar="PATH",
+                   help=f"{what} (file, directory or - for stdin); repeatable")
+
+
+def load_all(*path_lists: list[str] | None) -> list[list[manifests.Document]] | None:
+    """The documents of each list of paths (an absent list reads as none), or None once every
+    problem is said: an input that cannot be read or parsed is exit 2, as a path that is not there."""
+    loaded = [load(paths) if paths else ([], []) for paths in path_lists]
+    problems = [p for _, found in loaded for p in found]
+    for p in problems:
+        print(f"{p.where}: error: {p.message}", file=sys.stderr)
+    return None if problems else [docs for docs, _ in loaded]
+
+
+def objects(docs: list[manifests.Document]) -> tuple[list[tuple[manifests.Document, str, str]], int]:
+    """(document, kind, name) of each document that is an object, and the exit code so far:
+    a document that is not an object is said and makes it EXIT_VIOLATION."""
+    found, status = [], EXIT_OK
+    for doc in docs:
+        if not isinstance(doc.obj, dict):
+            print(f"{doc.file}: error: not an object", file=sys.stderr)
+            status = EXIT_VIOLATION
+            continue
+        kind, ident, _ = label(doc.obj)
+        found.append((doc, kind, ident))
+    return found, status
+
+
 def config_args(p: argparse.ArgumentParser) -> None:
     """The configuration of the commands that judge objects: a file plus shipped profiles."""
     p.add_argument("--config", metavar="FILE", help="configuration file (docs/configuration.md)")

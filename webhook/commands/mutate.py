@@ -6,13 +6,12 @@ import argparse
 import json
 import sys
 
-from webhook.command_input import EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, config_args, label, load, load_config
+from webhook.command_input import EXIT_USAGE, EXIT_VIOLATION, config_args, filename_args, load_all, load_config, objects
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     m = subparsers.add_parser("mutate", help="print a Pod or target object as the mutating webhook would change it")
-    m.add_argument("-f", "--filename", action="append", required=True, metavar="PATH",
-                   help="the Pods or target objects to mutate (file, directory or - for stdin); repeatable")
+    filename_args(m, "the Pods or target objects to mutate")
     m.add_argument("--context", action="append", metavar="PATH",
                    help="PodGroups and Workloads that stand for the cluster; repeatable")
     config_args(m)
@@ -29,21 +28,15 @@ def run(args: argparse.Namespace) -> int:
     from webhook.mutation.patch import apply
     from webhook.view import StaticView
     cfg = load_config(args.config, args.profile)
-    docs, problems = load(args.filename)
-    ctx_docs, ctx_problems = load(args.context) if args.context else ([], [])
-    for p in problems + ctx_problems:
-        print(f"{p.where}: error: {p.message}", file=sys.stderr)
-    if problems or ctx_problems:
-        return EXIT_USAGE                  # an input that cannot be read or parsed, as a path that is not there
+    loaded = load_all(args.filename, args.context)
+    if loaded is None:
+        return EXIT_USAGE
+    docs, ctx_docs = loaded
     view = StaticView([d.obj for d in ctx_docs], authoritative=True)
-    status, outputs = EXIT_OK, []
-    for doc in docs:
-        if not isinstance(doc.obj, dict):
-            print(f"{doc.file}: error: not an object", file=sys.stderr)
-            status = EXIT_VIOLATION
-            continue
+    found, status = objects(docs)
+    outputs = []
+    for doc, kind, ident in found:
         verdict = engine.mutate(engine.Request.for_object(doc.obj), cfg, view, scope="cli")
-        kind, ident, _ = label(doc.obj)
         for w in [*map(str, verdict.warned), *verdict.warnings]:
             print(f"{doc.file}: {kind} {ident}: Warning: {w}", file=sys.stderr)
         for e in verdict.audits:

@@ -15,18 +15,14 @@ import yaml
 from webhook import engine
 from webhook.builder.targets import render
 from webhook.builder.types import BuildError
-from webhook.command_input import (EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, label, load, load_config,
-                                   profile as profile_arg)
+from webhook.command_input import EXIT_USAGE, EXIT_VIOLATION, config_args, filename_args, load_all, load_config, objects
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     r = subparsers.add_parser("render", help="print the Workload, CompositePodGroups and PodGroups a target object "
                                              "should get (webhook.builder), or why it cannot")
-    r.add_argument("-f", "--filename", action="append", required=True, metavar="PATH",
-                   help="the target objects (file, directory or - for stdin); repeatable")
-    r.add_argument("--config", metavar="FILE", help="configuration file (docs/configuration.md)")
-    r.add_argument("--profile", action="append", type=profile_arg, metavar="P",
-                   help="a shipped profile (jobset, leaderworkerset, job-template:KIND.GROUP:JOBSPEC_PATH); repeatable")
+    filename_args(r, "the target objects")
+    config_args(r)
     r.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml",
                    help="YAML documents, or one JSON List")
     r.set_defaults(func=run)
@@ -35,18 +31,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.profile)
-    docs, problems = load(args.filename)
-    for p in problems:
-        print(f"{p.where}: error: {p.message}", file=sys.stderr)
-    if problems:
+    loaded = load_all(args.filename)
+    if loaded is None:
         return EXIT_USAGE
-    status, objects = EXIT_OK, []
-    for doc in docs:
-        if not isinstance(doc.obj, dict):
-            print(f"{doc.file}: error: not an object", file=sys.stderr)
-            status = EXIT_VIOLATION
-            continue
-        kind, ident, _ = label(doc.obj)
+    found, status = objects(loaded[0])
+    rendered_objects = []
+    for doc, kind, ident in found:
         verdict = engine.validate(engine.Request.for_object(doc.obj), cfg, scope="cli")
         if not verdict.allowed:
             for e in verdict.errors:
@@ -64,10 +54,10 @@ def run(args: argparse.Namespace) -> int:
             continue
         if rendered.note:
             print(f"{doc.file}: {kind} {ident}: {rendered.note}", file=sys.stderr)
-        objects += rendered.objects
+        rendered_objects += rendered.objects
     if args.output == "json":
-        json.dump({"apiVersion": "v1", "kind": "List", "items": objects}, sys.stdout, indent=2)
+        json.dump({"apiVersion": "v1", "kind": "List", "items": rendered_objects}, sys.stdout, indent=2)
         sys.stdout.write("\n")
-    elif objects:
-        yaml.safe_dump_all(objects, sys.stdout, sort_keys=False)
+    elif rendered_objects:
+        yaml.safe_dump_all(rendered_objects, sys.stdout, sort_keys=False)
     return status
