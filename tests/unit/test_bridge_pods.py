@@ -4,8 +4,8 @@ hand-off (BRG-4), and the webhook registration that sends those Pods (matchCondi
 import pytest
 
 from webhook import engine, registration
-from webhook.bridge import pods as bridge_pods
-from webhook.bridge.dialects import BRIDGE_LABEL
+from webhook.foreign import pods as bridge_pods
+from webhook.foreign.dialects import BRIDGE_LABEL
 from webhook.view import StaticView
 from webhook.mutation import lookup
 from webhook.mutation.patch import apply

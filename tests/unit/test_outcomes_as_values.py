@@ -165,7 +165,7 @@ def _judge(case) -> tuple[tuple, list[str]]:
 
 @pytest.mark.parametrize("corpus", list(CORPUS))
 def test_no_verdict_moves_when_every_message_is_reworded(corpus, monkeypatch):
-    monkeypatch.setattr("webhook.bridge.pods.time.sleep", lambda s: None)     # a missing mirror's wait
+    monkeypatch.setattr("webhook.foreign.pods.time.sleep", lambda s: None)     # a missing mirror's wait
     cases = CORPUS[corpus]()
     plain = [_judge(c) for c in cases]
     with reworded(monkeypatch):

@@ -10,7 +10,7 @@ from typing import Any, Callable, NamedTuple
 
 from webhook import formats
 from webhook.blocks import claims
-from webhook.bridge import pods as bridge
+from webhook.foreign import pods as bridge
 from webhook.view import ClusterView
 from webhook.config import Config
 from webhook.field import FieldError, FieldWarning, Path, by_rule, invalid, warning

@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable
 
 from webhook import formats
-from webhook.bridge.dialects import BRIDGE_LABEL, DEFAULT_SCHEDULER, Dialect, enabled
+from webhook.foreign.dialects import BRIDGE_LABEL, DEFAULT_SCHEDULER, Dialect, enabled
 from webhook.field import FieldError, FieldWarning, Path, by_rule, invalid, warning
 from webhook.mutation import lookup
 
