@@ -1,26 +1,20 @@
-"""The Pod side of the bridge: a Coscheduling label or a Volcano annotation names the
-group a Pod joins (BRG-3), the join waits for the group's mirror or says why it is
-missing (BRG-2), a bridged Pod is marked for the reconciler, and a Pod that names an
-old scheduler is handed to the default one (BRG-4).
+"""The Pod side of the foreign dialects, pure: a Coscheduling label or a Volcano
+annotation names the group a Pod joins (BRG-3; the rules read it, webhook/rules/pods.py),
+and a Pod that names an old scheduler is handed to the default one (BRG-4).
 
-The join itself is the in-tree one (webhook.mutation.pods.plan_join): a bridged Pod
-gets `spec.schedulingGroup`, the group label and the group's claims exactly as a
-labelled Pod does."""
+The join that waits for the group's mirror or says why it is missing (BRG-2), and
+marks a bridged Pod for the reconciler, is webhook/mutation/foreign_join.py."""
 from __future__ import annotations
 
-import functools
-import time
-from typing import Any, Callable
+from typing import Any
 
 from webhook import formats
-from webhook.foreign.dialects import BRIDGE_LABEL, DEFAULT_SCHEDULER, Dialect, enabled
-from webhook.field import FieldError, FieldWarning, Path, by_rule, invalid, warning
-from webhook.mutation import lookup
-
-POLL_SECONDS = 0.25
+from webhook.foreign.dialects import DEFAULT_SCHEDULER, Dialect, enabled
+from webhook.field import FieldError, Path, by_rule, invalid
 
 
-def _map(pod: Any, key: str) -> dict:
+def metadata_map(pod: Any, key: str) -> dict:
+    """The Pod's metadata.<key> (labels, annotations) when it is a map, else {}."""
     meta = pod.get("metadata") if isinstance(pod, dict) else None
     found = meta.get(key) if isinstance(meta, dict) else None
     return found if isinstance(found, dict) else {}
@@ -31,7 +25,7 @@ def foreign_names(pod: Any, bridge) -> list[tuple[Dialect, str]]:
     value. An empty value names no group, for both schedulers."""
     out = []
     for d in enabled(bridge):
-        value = _map(pod, d.pod_key_in).get(d.pod_key)
+        value = metadata_map(pod, d.pod_key_in).get(d.pod_key)
         if isinstance(value, str) and value:
             out.append((d, value))
     return out
@@ -57,60 +51,6 @@ def membership(pod: Any, bridge, name: str | None, named_by: str) -> tuple[str |
             errors += by_rule([invalid(path, value, f"names {d.title} PodGroup {value!r}, but {named_by} names "
                                                     f"{name!r}; the Pod would join two groups")], "BRG-3")
     return name, errors
-
-
-def _ignored(names: list[tuple[Dialect, str]], name: str) -> list[FieldWarning]:
-    """Warnings for the foreign keys that name another group than the one the Pod joins."""
-    return [warning(Path("metadata", d.pod_key_in).key(d.pod_key), f"{value!r} ignored: the Pod joins PodGroup {name!r}",
-                    "BRG-3") for d, value in names if value != name]
-
-
-def await_mirror(view, namespace: str, name: str, timeout: float,
-                 sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic) -> lookup.Found | None:
-    """The lookup of the mirror, once it appeared or the wait of at most `timeout` ended (a
-    live cluster only: None with a view that is not, which is not asked; an unavailable
-    cluster ends the wait). In the server's event loop the first miss raises NeedsNetwork,
-    and the wait runs in the lookup pool (webhook/view.py)."""
-    if not getattr(view, "authoritative", False):
-        return None
-    deadline = clock() + timeout
-    while True:
-        found = lookup.find(view, namespace, name)
-        if found.outcome is not lookup.MISSING or clock() + POLL_SECONDS > deadline:
-            return found
-        sleep(POLL_SECONDS)
-
-
-def _said(d: Dialect, found: lookup.Found, name: str, namespace: str, deny: bool) -> lookup.Said:
-    """The lookup's words, with a missing mirror said as such (BRG-2) instead of POD-5."""
-    if not found.outcome.missing or (found.outcome is lookup.NO_VIEW and not deny):
-        return lookup.said(found, name, namespace, deny)
-    if deny:
-        why = (f"the bridge has not mirrored {d.title} PodGroup {name!r} in namespace {namespace!r} "
-               f"(bridge.{d.name} on in the serving config? the {d.title} PodGroup created?)")
-        return tuple(by_rule([invalid(lookup.GROUP_NAME, name, f"PodGroup {name!r} does not exist yet: {why}")],
-                             "BRG-2")), ()
-    return (), (warning(lookup.GROUP_NAME, f"no mirror of {d.title} PodGroup {name!r} yet; the Pod waits for it",
-                        "BRG-2"),)
-
-
-def plan_join(pod: dict, name: str, namespace: str, cfg, view, join_fn):
-    """The in-tree join (`join_fn`, webhook.mutation.pods.plan_join) of a Pod whose group a
-    foreign key named, with the mirror awaited (pods.onMissingPodGroup: deny) and looked up
-    once, a missing mirror said as such (BRG-2), and the bridge's label added."""
-    names = foreign_names(pod, cfg.bridge)
-    d = next((d for d, value in names if value == name), None)      # the dialect whose key named it
-    if d is None:
-        join = join_fn(pod, name, namespace, cfg, view)
-        return join._replace(warnings=(*join.warnings, *_ignored(names, name)))
-    found = await_mirror(view, namespace, name, cfg.server.lookupTimeoutSeconds) \
-        if cfg.onMissingPodGroup == "deny" else None
-    join = join_fn(pod, name, namespace, cfg, view, found=found, said=functools.partial(_said, d))
-    labels = join.labels
-    if BRIDGE_LABEL not in _map(pod, "labels") and all(k != BRIDGE_LABEL for k, _ in labels):
-        labels = (*labels, (BRIDGE_LABEL, d.name))
-    return join._replace(labels=labels)
 
 
 def handoff(pod: Any, bridge) -> list[dict]:
