@@ -64,7 +64,7 @@ class VapSettings:
 @dataclass(frozen=True)
 class BridgeSettings:
     """Jobs written for Coscheduling or Volcano, gang-scheduled by kube-scheduler
-    (webhook.bridge): each dialect is opt-in; `schedulerNames` are handed to the default scheduler."""
+    (webhook/bridge/, webhook/foreign/): each dialect is opt-in; `schedulerNames` are handed to the default scheduler."""
     coscheduling: bool = False
     volcano: bool = False
     schedulerNames: tuple[str, ...] = ()

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from webhook import enforcement, kinds
-from webhook.bridge import admission as bridge_admission, dialects as bridge_dialects
+from webhook.foreign import admission as bridge_admission, dialects as bridge_dialects
 from webhook.view import ClusterUnavailable, ClusterView, DisabledView
 from webhook.config import Config
 from webhook.field import FieldError, Path, invalid

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from webhook import kinds
-from webhook.bridge.admission import foreign_rules, pod_match_terms
+from webhook.foreign.admission import foreign_rules, pod_match_terms
 from webhook.config import Config
 from webhook.targets import UnknownResource, offline_resources
 from webhook.vap.pod_membership import policy_objects

@@ -37,7 +37,7 @@ from tests.e2e.test_registration import _wait as wait
 from tests.e2e.scheduler import Placement, Scheduler, make_nodes, scenario_pod
 from tests.server.harness import REPO, Server
 from webhook import config as config_mod
-from webhook.bridge.dialects import BRIDGE_LABEL
+from webhook.foreign.dialects import BRIDGE_LABEL
 from webhook.cluster.api import BRIDGE as BRIDGE_MANAGER
 from webhook.registration import Endpoint, configurations
 

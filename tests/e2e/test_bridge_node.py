@@ -37,7 +37,7 @@ from tests.e2e.node import NODE_NAME
 from tests.e2e.test_chart import CHART
 from tests.e2e.test_chart_node import wait_for as chart_wait
 from tests.server.harness import REPO
-from webhook.bridge.dialects import BRIDGE_LABEL
+from webhook.foreign.dialects import BRIDGE_LABEL
 
 NS = "ww-bridge"
 JOBS = "ww-jobs"

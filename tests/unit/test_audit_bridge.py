@@ -2,8 +2,8 @@
 create Coscheduling or Volcano PodGroups), mirrored or not."""
 from webhook import config as config_mod
 from webhook.audit import bridge
-from webhook.bridge.dialects import COSCHEDULING, VOLCANO
-from webhook.bridge.mirror import mirror_for
+from webhook.foreign.dialects import COSCHEDULING, VOLCANO
+from webhook.foreign.mirror import mirror_for
 
 
 def foreign(d, name, owner=None, phase=None, ns="ml"):

@@ -8,9 +8,9 @@ import jsonpatch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from webhook import engine
-from webhook.bridge.mirror import mirror_for, plan, Group
-from webhook.bridge import status
-from webhook.bridge.dialects import COSCHEDULING, VOLCANO
+from webhook.foreign.mirror import mirror_for, plan, Group
+from webhook.foreign import status
+from webhook.foreign.dialects import COSCHEDULING, VOLCANO
 from webhook.view import StaticView
 from webhook.field import FieldError
 from tests.unit.helpers import config, node_paths, replaced, pod, podgroup

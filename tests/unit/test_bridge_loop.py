@@ -7,7 +7,7 @@ import pytest
 
 from webhook import config as config_mod
 from webhook.bridge import lease, loop
-from webhook.bridge.dialects import BRIDGE_LABEL
+from webhook.foreign.dialects import BRIDGE_LABEL
 from webhook.bridge.watch import RELIST, BridgeStore
 
 

@@ -6,9 +6,9 @@ import copy
 import pytest
 
 from webhook import engine
-from webhook.bridge import mirror as m
-from webhook.bridge import status as st
-from webhook.bridge.dialects import BRIDGE_LABEL, COSCHEDULING, VOLCANO
+from webhook.foreign import mirror as m
+from webhook.foreign import status as st
+from webhook.foreign.dialects import BRIDGE_LABEL, COSCHEDULING, VOLCANO
 from tests.unit.helpers import config
 
 

@@ -4,8 +4,8 @@ hand-off (BRG-4), and the webhook registration that sends those Pods (matchCondi
 import pytest
 
 from webhook import engine, registration
-from webhook.bridge import pods as bridge_pods
-from webhook.bridge.dialects import BRIDGE_LABEL
+from webhook.mutation import foreign_join
+from webhook.foreign.dialects import BRIDGE_LABEL
 from webhook.view import StaticView
 from webhook.mutation import lookup
 from webhook.mutation.patch import apply
@@ -155,7 +155,7 @@ class Appearing:
 
 
 def test_BRG_2_with_on_missing_deny_the_join_waits_for_the_mirror(monkeypatch):
-    monkeypatch.setattr(bridge_pods.time, "sleep", lambda s: None)
+    monkeypatch.setattr(foreign_join.time, "sleep", lambda s: None)
     view = Appearing()
     v = run(pod({COSCHED: "train"}), view=view, pods={"onMissingPodGroup": "deny"})
     assert v.allowed, v.errors
@@ -169,13 +169,13 @@ def test_BRG_2_the_wait_is_bounded_by_the_lookup_timeout():
     class Never(Appearing):
         def podgroup(self, namespace, name):
             return None
-    found = bridge_pods.await_mirror(Never(), "ml", "train", 2.0, sleep=lambda s: (slept.append(s), now.__setitem__(
+    found = foreign_join.await_mirror(Never(), "ml", "train", 2.0, sleep=lambda s: (slept.append(s), now.__setitem__(
         0, now[0] + s)), clock=lambda: now[0])
     assert found.outcome is lookup.Outcome.MISSING and 0 < sum(slept) <= 2.0
 
 
 def test_BRG_2_the_wait_never_asks_an_offline_view():
-    assert bridge_pods.await_mirror(StaticView([]), "ml", "train", 2.0, sleep=pytest.fail) is None
+    assert foreign_join.await_mirror(StaticView([]), "ml", "train", 2.0, sleep=pytest.fail) is None
 
 
 def test_BRG_4_a_pod_naming_an_old_scheduler_is_handed_to_the_default_one():

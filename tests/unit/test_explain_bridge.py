@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.bridge.mirror import mirror_for
-from webhook.bridge.dialects import BRIDGE_LABEL, COSCHEDULING, VOLCANO
+from webhook.foreign.mirror import mirror_for
+from webhook.foreign.dialects import BRIDGE_LABEL, COSCHEDULING, VOLCANO
 from webhook.explain import foreign, text, tree
 from webhook.explain.reader import FOREIGN
 

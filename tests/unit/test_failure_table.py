@@ -10,7 +10,7 @@ import re
 from tests.unit.helpers import TRAINJOB_TARGET
 from tests.unit.markdown import table_after
 from webhook import config as config_mod
-from webhook.bridge.dialects import COSCHEDULING, VOLCANO
+from webhook.foreign.dialects import COSCHEDULING, VOLCANO
 from webhook.registration import SUFFIX, Endpoint, configurations
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

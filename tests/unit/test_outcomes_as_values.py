@@ -165,7 +165,7 @@ def _judge(case) -> tuple[tuple, list[str]]:
 
 @pytest.mark.parametrize("corpus", list(CORPUS))
 def test_no_verdict_moves_when_every_message_is_reworded(corpus, monkeypatch):
-    monkeypatch.setattr("webhook.bridge.pods.time.sleep", lambda s: None)     # a missing mirror's wait
+    monkeypatch.setattr("webhook.mutation.foreign_join.time.sleep", lambda s: None)     # a missing mirror's wait
     cases = CORPUS[corpus]()
     plain = [_judge(c) for c in cases]
     with reworded(monkeypatch):
@@ -194,7 +194,7 @@ def test_validate_exits_the_same_when_every_message_is_reworded(where, monkeypat
 
 def test_the_lookup_says_its_outcome_as_a_value():
     """The Join carries what the lookup found; the bridge's BRG-2 follows from it alone."""
-    from webhook.mutation import lookup, pods as mutation
+    from webhook.mutation import foreign_join, lookup, pods as mutation
     cfg = config(pods={"onMissingPodGroup": "deny"}, bridge={"coscheduling": True})
     p = pod({COSCHED: "train"})
     cases = [(StaticView([], True), lookup.Outcome.MISSING), (DisabledView(), lookup.Outcome.NO_VIEW),
@@ -202,7 +202,7 @@ def test_the_lookup_says_its_outcome_as_a_value():
     for view, outcome in cases:
         join = mutation.plan_join(p, "train", "ml", cfg, view)
         assert join.outcome is outcome
-        bridged = mutation.bridge.plan_join(p, "train", "ml", cfg, view, mutation.plan_join)
+        bridged = foreign_join.plan_join(p, "train", "ml", cfg, view, mutation.plan_join)
         assert [e.rule for e in bridged.errors] == (["BRG-2"] if outcome.missing else
                                                     ["POD-5"] if outcome is lookup.Outcome.UNAVAILABLE else [])
 

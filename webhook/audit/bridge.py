@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from webhook.bridge.dialects import ALL, BRIDGE_LABEL, BY_NAME
-from webhook.bridge.mirror import CURRENT, ours
+from webhook.foreign.dialects import ALL, BRIDGE_LABEL, BY_NAME
+from webhook.foreign.mirror import CURRENT, ours
 from webhook.cluster.api import Api, path
 from webhook.kinds import PODGROUP, SCHEDULING, metadata
 

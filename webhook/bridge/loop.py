@@ -7,7 +7,7 @@ mirrors (in-tree PodGroups with the bridge's label) and the Pods it joined (the 
 label, added at admission), and reconciles one group at a time: a LIST on start and
 every relist sees everything again (a restart resyncs), a resync every
 bridge.resyncSeconds, a failed write is retried with backoff. What to do is decided
-by webhook.bridge.mirror.plan and webhook.bridge.status (pure); this module only
+by webhook.foreign.mirror.plan and webhook.foreign.status (pure); this module only
 reads and writes."""
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ import threading
 import time
 import uuid
 
-from webhook.bridge import mirror as mirror_mod
-from webhook.bridge import status as status_mod
-from webhook.bridge.dialects import BRIDGE_LABEL, BY_NAME, Dialect, enabled
+from webhook.foreign import mirror as mirror_mod
+from webhook.foreign import status as status_mod
+from webhook.foreign.dialects import BRIDGE_LABEL, BY_NAME, Dialect, enabled
 from webhook.bridge.lease import Lease
 from webhook.bridge.watch import BridgeStore
 from webhook.cluster import events

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.bridge.dialects import ALL, Dialect
-from webhook.bridge.mirror import CURRENT, OTHER, min_count, not_mirrored, ours
+from webhook.foreign.dialects import ALL, Dialect
+from webhook.foreign.mirror import CURRENT, OTHER, min_count, not_mirrored, ours
 from webhook.kinds import metadata
 
 #: What the reader may be asked for (webhook/explain/reader.py reads them): qualified kind, resource name.

@@ -10,12 +10,12 @@ from typing import Any, Callable, NamedTuple
 
 from webhook import formats
 from webhook.blocks import claims
-from webhook.bridge import pods as bridge
+from webhook.foreign import pods as foreign_pods
 from webhook.view import ClusterView
 from webhook.config import Config
 from webhook.field import FieldError, FieldWarning, Path, by_rule, invalid, warning
 from webhook.verdict import Verdict
-from webhook.mutation import additions, lookup
+from webhook.mutation import additions, foreign_join, lookup
 from webhook.rules import gang_members
 from webhook.rules.pods import membership, shape_errors
 
@@ -39,11 +39,11 @@ def mutate_pod(pod: Any, namespace: str | None, cfg: Config, view: ClusterView) 
     if shape:
         return Verdict(errors=shape)
     name, errors = membership(pod, cfg)
-    handoff = bridge.handoff(pod, cfg.bridge)                                                   # BRG-4
+    handoff = foreign_pods.handoff(pod, cfg.bridge)                                              # BRG-4
     if errors or name is None:
         return Verdict(errors=errors, patch=handoff or None)
     namespace = namespace or (pod.get("metadata") or {}).get("namespace") or "default"
-    join = bridge.plan_join(pod, name, namespace, cfg, view, plan_join) if cfg.bridge.dialects \
+    join = foreign_join.plan_join(pod, name, namespace, cfg, view, plan_join) if cfg.bridge.dialects \
         else plan_join(pod, name, namespace, cfg, view)
     return Verdict(errors=list(join.errors), warnings=list(join.warnings), patch=(patch(pod, join) + handoff) or None)
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.bridge.dialects import DEFAULT_SCHEDULER
+from webhook.foreign.dialects import DEFAULT_SCHEDULER
 from webhook.config import Config
 from webhook.field import FieldError, Path, by_rule, invalid
 from webhook.view import ClusterUnavailable, ClusterView

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook import formats
-from webhook.bridge import pods as bridge_pods
+from webhook.foreign import pods as bridge_pods
 from webhook.config import Config
 from webhook.field import FieldError, Path, by_rule, invalid
 from webhook.schemas import structural_errors

@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any, Iterable
 
 from webhook import kinds, profiles
-from webhook.bridge import admission as bridge_admission, dialects as bridge_dialects
+from webhook.foreign import admission as bridge_admission, dialects as bridge_dialects
 from webhook.config import Config
 
 JUDGED, SKIPPED, UNRELATED = "judged", "skipped", "unrelated"

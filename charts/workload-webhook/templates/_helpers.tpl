@@ -229,7 +229,7 @@ objectSelector: {{- toYaml . | nindent 2 }}
 {{- define "ww.podMatchExpression" -}}
 {{- $label := default "scheduling.k8s.io/pod-group" .Values.config.pods.groupLabel -}}
 {{- $terms := list (printf "(has(object.metadata.labels) && '%s' in object.metadata.labels)" $label) "has(object.spec.schedulingGroup)" -}}
-{{- /* the bridge's Pods (webhook/bridge/admission.py pod_match_terms) */ -}}
+{{- /* the bridge's Pods (webhook/foreign/admission.py pod_match_terms) */ -}}
 {{- $bridge := .Values.config.bridge | default dict -}}
 {{- if $bridge.coscheduling }}{{ $terms = append $terms "(has(object.metadata.labels) && 'scheduling.x-k8s.io/pod-group' in object.metadata.labels)" }}{{ end -}}
 {{- if $bridge.volcano }}{{ $terms = append $terms "(has(object.metadata.annotations) && 'scheduling.k8s.io/group-name' in object.metadata.annotations)" }}{{ end -}}

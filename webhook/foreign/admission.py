@@ -3,8 +3,8 @@ field that has no in-tree equivalent, saying what happens instead (the reconcile
 records them as an Event). Never a denial: a job's controller must not fail on them."""
 from __future__ import annotations
 
-from webhook.bridge.dialects import Dialect, enabled
-from webhook.bridge.mirror import min_count, not_mirrored
+from webhook.foreign.dialects import Dialect, enabled
+from webhook.foreign.mirror import min_count, not_mirrored
 from webhook.field import FieldWarning, Path, warning
 from webhook.verdict import Verdict
 

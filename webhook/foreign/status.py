@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.bridge.dialects import Dialect, min_member
+from webhook.foreign.dialects import Dialect, min_member
 
 SCHEDULED = "PodGroupInitiallyScheduled"
 TRANSITION_ID = "workload-webhook-bridge"

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.bridge import status
-from webhook.bridge.dialects import BRIDGE_LABEL, Dialect, get, min_member
+from webhook.foreign import status
+from webhook.foreign.dialects import BRIDGE_LABEL, Dialect, get, min_member
 from webhook.kinds import metadata
 
 INT32_MAX = 2**31 - 1
