@@ -145,7 +145,8 @@ def _mutate(req: Request, cfg: Config, view: ClusterView) -> Verdict:
     if kinds.is_pod(req.group, req.version, req.kind):
         out = pods.mutate_pod(obj, req.namespace, cfg, view)
         # With errors the patch is only sent if enforcement admits the Pod (respond() drops it otherwise).
-        return replace(out, errors=_dedupe(out.errors))
+        # Fewer than two errors have nothing to de-duplicate: the Verdict as it is (no copy per Pod).
+        return replace(out, errors=_dedupe(out.errors)) if len(out.errors) > 1 else out
     if cfg.gangByDefault.for_jobs and kinds.workload_kind(req.group, req.version, req.kind) == kinds.JOB:
         return gang_default.mutate_job(obj, req.namespace, cfg, view)                           # DEF-2
     target = cfg.target_for(req.group, req.version, req.kind)

@@ -47,20 +47,29 @@ class Additions:
             self.ops.append({"op": "add", "path": at + "/-", "value": value})
 
     def _container(self, path: tuple, kind: type) -> tuple[Any, bool, str]:
-        found = self._known.get(path)
+        known = self._known
+        found = known.get(path)
         if found is not None:
             return found
-        segment = path[-1]
-        parent, created, at = self._container(path[:-1], list if isinstance(segment, int) else dict)
-        at += "/" + _escaped(segment)
-        if created:                         # inside a value this patch creates: no op of its own
-            node = parent[segment] = kind()
-        else:
-            node = parent.get(segment) if isinstance(parent, dict) else _item(parent, segment)
-            if not isinstance(node, kind):  # missing, null or another type: one add creates it
-                node, created = kind(), True
-                self.ops.append({"op": "add", "path": at, "value": node})
-        self._known[path] = found = (node, created, at)
+        # From the longest known prefix down (a loop, not a call per segment: this was a fifth
+        # of a Pod join): each segment's container is a list where the next segment is an index.
+        n = len(path) - 1
+        while (found := known.get(path[:n])) is None:
+            n -= 1
+        node, created, at = found
+        last = len(path) - 1
+        for i in range(n, len(path)):
+            segment, parent = path[i], node
+            want = kind if i == last else (list if isinstance(path[i + 1], int) else dict)
+            at += "/" + _escaped(segment)
+            if created:                     # inside a value this patch creates: no op of its own
+                node = parent[segment] = want()
+            else:
+                node = parent.get(segment) if isinstance(parent, dict) else _item(parent, segment)
+                if not isinstance(node, want):  # missing, null or another type: one add creates it
+                    node, created = want(), True
+                    self.ops.append({"op": "add", "path": at, "value": node})
+            known[path[:i + 1]] = found = (node, created, at)
         return found
 
 
