@@ -76,13 +76,14 @@ class Sink:
     """The Event writer's transport: each POST counted at the simulated time it is sent."""
 
     def __init__(self, clock: Clock):
-        self.clock, self.at, self.bytes = clock, [], 0
+        self.clock, self.at, self.bytes, self.reasons = clock, [], 0, {}
 
     def send(self, method, path, query, headers, body, timeout):
         assert method == "POST" and path.endswith("/events"), (method, path)
         data = json.dumps(body).encode()
         self.at.append(self.clock.now - START)
         self.bytes += len(data)
+        self.reasons[body["reason"]] = self.reasons.get(body["reason"], 0) + 1
         return Created(data)
 
 
@@ -197,7 +198,7 @@ def run(gangs: int, gang: int, per_minute: int, burst: int, horizon: float, chur
     return {"gangs": gangs, "pods": gangs * gang, "events_per_minute": per_minute, "events_burst": burst,
             "churning": churning, "backlog_at_end": backlog,
             "state_changes": changes, "events_written": written, "event_bytes": sink.bytes,
-            "coalesced": changes - written, "outcomes": counted, "windows": windows,
+            "coalesced": changes - written, "by_reason": sink.reasons, "outcomes": counted, "windows": windows,
             "steady_rate_per_second": round((len(steady) - 1) / span, 3) if span else 0.0,
             "first_write_s": sink.at[0] if sink.at else None, "last_write_s": sink.at[-1] if sink.at else None,
             "backlog_peak": backlog_peak, "drained_at_s": drained_at,
@@ -224,7 +225,8 @@ def main() -> int:
           f"eventsBurst {a.burst}" + (f", the first {a.churn} flapping every {CHURN_EVERY:g} s" if a.churn else "")
           + ":")
     print(f"  state changes seen {out['state_changes']:,}; Events written {out['events_written']:,} "
-          f"({out['event_bytes'] / 2 ** 20:.1f} MiB POSTed), coalesced {out['coalesced']:,}; "
+          f"({out['event_bytes'] / 2 ** 20:.1f} MiB POSTed; "
+          + ", ".join(f"{r} {n:,}" for r, n in sorted(out["by_reason"].items())) + f"), coalesced {out['coalesced']:,}; "
           f"gang_events_total written {o['written']:,}, rate_limited {o['rate_limited']:,}, failed {o['failed']}")
     print("  most writes in any window: " + ", ".join(f"{k} s {v['most']} (bound {v['bound']})" for k, v in w.items())
           + f"; after the burst {out['steady_rate_per_second']}/s")
