@@ -4,9 +4,10 @@ LISTing pages of JSON bytes (as kube-apiserver answers them: Pods with their con
 conditions and status) into the model's stores, through a transport of its own (no server:
 what is measured is the store, not the client). Prints the bytes kept per PodGroup and per
 Pod (tracemalloc: what the stores retain once the LIST's pages are gone) and the time of the
-model's first step over every gang.
+model's first step over every gang. With --rss, tracemalloc stays off (its own traces would
+count) and the process's RSS growth is printed instead: the allocator's share included.
 
-    python bench/gang_bench.py [--pods 100000] [--gang 8] [--nodes 500] [--json FILE]"""
+    python bench/gang_bench.py [--pods 100000] [--gang 8] [--nodes 500] [--rss] [--json FILE]"""
 from __future__ import annotations
 
 import argparse
@@ -90,14 +91,42 @@ def listed(store, count: int, make, path: str) -> None:
     ListWatch(Api(Pages(count, make)), path, store, page_size=PAGE).list()
 
 
+def rss_kib() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def rss(a, groups: int) -> dict:
+    """The RSS the stores and the model's first step add, without tracemalloc."""
+    model = Model(GangSettings(model=True))
+    gc.collect()
+    base = rss_kib()
+    listed(PodGroupStore(model.gangs), groups, podgroup, "/apis/scheduling.k8s.io/v1beta1/podgroups")
+    listed(PodStore(model.gangs), a.pods, lambda i: pod(i, a.gang, a.nodes), "/api/v1/pods")
+    model.step()
+    gc.collect()
+    grown = rss_kib() - base
+    return {"pods": a.pods, "podgroups": groups, "nodes": a.nodes, "rss_mib": round(grown / 1024, 1),
+            "rss_kib_per_pod": round(grown / a.pods, 2)}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pods", type=int, default=100_000)
     p.add_argument("--gang", type=int, default=8, help="Pods per PodGroup")
     p.add_argument("--nodes", type=int, default=500)
+    p.add_argument("--rss", action="store_true", help="the RSS growth, without tracemalloc")
     p.add_argument("--json")
     a = p.parse_args()
     groups = (a.pods + a.gang - 1) // a.gang
+    if a.rss:
+        out = rss(a, groups)
+        print(f"{a.pods:,} Pods in {groups:,} PodGroups on {a.nodes} nodes: RSS grew by {out['rss_mib']} MiB, "
+              f"{out['rss_kib_per_pod']} KiB a Pod with its PodGroups and the model's first step")
+        if a.json:
+            with open(a.json, "w", encoding="utf-8") as f:
+                json.dump(out, f, indent=2)
+        return 0
     model = Model(GangSettings(model=True))
     gc.collect()
     tracemalloc.start()

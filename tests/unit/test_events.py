@@ -89,6 +89,16 @@ def test_the_bucket_gives_burst_at_once_then_per_minute():
     assert sum(bucket.take() for _ in range(10)) == 3  # never more than the burst
 
 
+def test_a_clock_stepped_back_costs_the_bucket_no_tokens():
+    now = [1_796_200_000.0]                            # the gang model's bucket reads wall time
+    bucket = events.TokenBucket(per_minute=60, burst=2, clock=lambda: now[0])
+    assert bucket.take() and bucket.take() and not bucket.take()
+    now[0] -= 3600                                     # NTP steps the clock back an hour
+    assert not bucket.take()
+    now[0] += 1.0                                      # a second later: a token, not an hour of silence
+    assert bucket.take()
+
+
 def test_denials_past_the_bucket_or_a_full_queue_are_dropped_and_counted_never_waited_for():
     written, release = [], threading.Event()
 

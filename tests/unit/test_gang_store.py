@@ -168,6 +168,24 @@ def test_a_burst_of_gangs_is_said_at_the_bounded_rate_and_each_latest_state_is_s
     assert len({e["regarding"]["name"] for e in written}) == 15
 
 
+def test_gangs_that_keep_changing_do_not_take_every_token_from_the_rest():
+    m, written, clock = model(per_minute=60, burst=1)           # a token a second
+    groups, pods = PodGroupStore(m.gangs), PodStore(m.gangs)
+    churning = [f"a{i}" for i in range(4)]                      # changing again and again
+    groups.add([podgroup(n, 4) for n in churning] + [podgroup("late", 4)])
+    for step in range(12):
+        for n in churning[step % 2::2]:          # half of them change, the other half's last change has held
+            if step // 2 % 2 == 0:
+                pods.add([pod(f"{n}-x", group=n)])
+            else:
+                pods.apply({"type": "DELETED", "object": pod(f"{n}-x", group=n)})
+        m.step()
+        clock.now += SETTLE + 0.01
+    said = [e["regarding"]["name"] for e in written]
+    assert len(said) <= 12 + 1                                  # still the bounded rate
+    assert set(said) == set(churning) | {"late"}, said          # every gang had its turn
+
+
 def test_a_deleted_podgroup_leaves_the_model():
     m, written, clock = model()
     groups = PodGroupStore(m.gangs)

@@ -50,7 +50,8 @@ class TokenBucket:
     def take(self) -> bool:
         with self._lock:
             now = self.clock()
-            self.tokens = min(self.capacity, self.tokens + (now - self.at) * self.rate)
+            # A wall clock stepped back (the gang model's) refills nothing and costs nothing.
+            self.tokens = min(self.capacity, self.tokens + max(0.0, now - self.at) * self.rate)
             self.at = now
             if self.tokens >= 1.0:
                 self.tokens -= 1.0

@@ -6,8 +6,10 @@ stores (webhook/gangs/store.py); every `TICK` seconds each changed gang's state 
 
 - a state that held `SETTLE` seconds and differs from the last one said is written as an Event
   on the PodGroup (webhook/cluster/events.py `write`), at most `gangs.eventsPerMinute`
-  (`gangs.eventsBurst` at once): a change that finds no token waits for one, so a burst of
-  gangs is said at the bounded rate and each gang's latest state is the one said;
+  (`gangs.eventsBurst` at once): a change that finds no token waits for one in a line, in
+  the order the gangs' unsaid states settled, so a burst of gangs is said at the bounded
+  rate, each gang's latest state is the one said, and gangs that keep changing cannot take
+  every token from the rest (bench/gang_events_bench.py);
 - the metrics (webhook/metrics.py): gangs by state, the oldest waiting gang's age, and the
   times from creation to quorum, to bound and to degraded, each observed once per gang.
 
@@ -62,6 +64,7 @@ class Model:
         self.gangs = Gangs()
         self.seen: dict[Key, Seen] = {}
         self.primed = False
+        self.line: dict[Key, None] = {}      # gangs with a settled state not said yet, first come first
         self._outcomes = {o: metrics.GANG_EVENTS.labels(o) for o in metrics.GANG_EVENT_OUTCOMES}
 
     # -- pure-ish step: the stores' changes in, Events and metrics out ----------------------
@@ -104,14 +107,26 @@ class Model:
                     histogram.observe(since)
 
     def _say(self, now: float) -> None:
+        # The line, not the order gangs were first seen: the first gangs, changing again and
+        # again, would otherwise take every token and the rest would never be said.
         for key, seen in self.seen.items():
-            if seen.status.key() == seen.said or now - seen.changed < SETTLE:
+            if key not in self.line and seen.status.key() != seen.said and now - seen.changed >= SETTLE:
+                self.line[key] = None
+        out = False
+        for key in list(self.line):
+            seen = self.seen.get(key)
+            if seen is None or seen.status.key() == seen.said:
+                del self.line[key]              # deleted, or back to the state said
                 continue
-            if not self.bucket.take():
+            if now - seen.changed < SETTLE:
+                continue                        # changed again: keeps its place, said once it holds
+            out = out or not self.bucket.take()
+            if out:
                 if not seen.deferred:
                     seen.deferred = True
                     self._outcomes["rate_limited"].inc()
                 continue
+            del self.line[key]
             seen.deferred = False
             seen.said = seen.status.key()
             self._event(key, seen.status)
@@ -152,7 +167,7 @@ class Model:
         metrics.GANG_OLDEST_WAITING.set(oldest)
 
     def reset(self) -> None:
-        self.gangs, self.seen, self.primed = Gangs(), {}, False
+        self.gangs, self.seen, self.primed, self.line = Gangs(), {}, False, {}
         for name in sm.STATES:
             metrics.GANGS.labels(name).set(0)
         metrics.GANG_OLDEST_WAITING.set(0)
