@@ -5,6 +5,7 @@ new connection is refused. Without the filter, a connection queued before the cl
 reset: the case the filter exists for."""
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
@@ -54,13 +55,11 @@ def test_without_the_filter_closing_the_listener_resets_what_waits_in_its_queue(
 
 
 def test_over_ipv6_the_filter_reads_the_same_tcp_flags():
-    if not socket.has_ipv6:
-        pytest.skip("no IPv6 in this kernel")
     listener = socket.socket(socket.AF_INET6)
     try:
         listener.bind(("::1", 0))
-    except OSError:
-        pytest.skip("no ::1 on this machine")
+    except OSError as exc:          # the real component missing: a failure in CI, as every other
+        (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)(f"no ::1 loopback here: {exc}")
     listener.listen(4)
     port = listener.getsockname()[1]
     before = socket.create_connection(("::1", port), timeout=2)
