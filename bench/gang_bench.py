@@ -60,8 +60,10 @@ def pod(i: int, gang: int, nodes: int) -> dict:
 
 
 class Reply:
-    def __init__(self, body: bytes):
-        self.status, self.reason, self.body = 200, "OK", body
+    """One answer of a transport of the benchmarks' own (no server: the store or the writer is measured)."""
+
+    def __init__(self, body: bytes, status: int = 200, reason: str = "OK"):
+        self.status, self.reason, self.body = status, reason, body
 
     def read(self) -> bytes:
         return self.body

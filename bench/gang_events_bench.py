@@ -41,6 +41,8 @@ from webhook.config import GangSettings  # noqa: E402
 from webhook.gangs.model import TICK, Model  # noqa: E402
 from webhook.gangs.store import PodGroupStore, PodStore  # noqa: E402
 
+from gang_bench import Reply  # noqa: E402  (bench/ is the script's own directory on sys.path)
+
 START = 1_796_200_000.0          # the simulated wall clock at t = 0 (the PodGroups' creationTimestamp)
 CREATED = "2026-12-02T09:46:40Z"  # START as a timestamp
 SCHEDULED_AT, DEGRADED_AT = 10.0, 20.0
@@ -56,22 +58,6 @@ class Clock:
         return self.now
 
 
-class Created:
-    status, reason = 201, "Created"
-
-    def __init__(self, body: bytes):
-        self.body = body
-
-    def read(self) -> bytes:
-        return self.body
-
-    def chunks(self):
-        yield from ()
-
-    def close(self) -> None:
-        pass
-
-
 class Sink:
     """The Event writer's transport: each POST counted at the simulated time it is sent."""
 
@@ -84,7 +70,7 @@ class Sink:
         self.at.append(self.clock.now - START)
         self.bytes += len(data)
         self.reasons[body["reason"]] = self.reasons.get(body["reason"], 0) + 1
-        return Created(data)
+        return Reply(data, 201, "Created")
 
 
 def podgroup(i: int, gang: int, scheduled: bool = False) -> dict:
