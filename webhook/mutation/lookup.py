@@ -60,6 +60,8 @@ def find(view: ClusterView, namespace: str, name: str) -> Found:
 # for the same group, and the schema check was most of the lookup (~8 of ~10 µs a join).
 _SHAPES: dict[bytes, bool] = {}
 _SHAPES_KEPT = 1024
+#: Longer keys are not kept: the memo stays within 4 MiB a worker (a PodGroup is ~0.5 KiB compact).
+_SHAPE_KEY_MAX = 4096
 # A key only where the bytes say the value exactly: no datetimes, dataclasses or subclasses
 # (orjson would write them as the plain values they are not: TypeError instead).
 _EXACT = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
@@ -69,7 +71,7 @@ def well_formed(podgroup: dict) -> bool:
     """`structural_errors("podgroup", ...)` finds nothing, judged once per distinct value. The
     view's objects are JSON values (decoded from kube-apiserver's JSON, the cache's packed
     bytes, manifest files): for those, equal compact bytes are an equal value, which the schema
-    judges the same. Not remembered: bytes with a `null` in them (orjson writes NaN and
+    judges the same. Not remembered: values over 4 KiB compact, bytes with a `null` in them (orjson writes NaN and
     infinities as null too), and what orjson does not write (integers beyond 64 bits)."""
     try:
         key = orjson.dumps(podgroup, option=_EXACT)
@@ -78,7 +80,7 @@ def well_formed(podgroup: dict) -> bool:
     ok = _SHAPES.get(key)
     if ok is None:
         ok = not structural_errors("podgroup", podgroup, limit=1)
-        if b"null" not in key:
+        if len(key) <= _SHAPE_KEY_MAX and b"null" not in key:
             if len(_SHAPES) >= _SHAPES_KEPT:
                 _SHAPES.clear()
             _SHAPES[key] = ok
