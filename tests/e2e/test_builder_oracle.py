@@ -17,16 +17,14 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import subprocess
 
 import pytest
 import yaml
 
 from tests.e2e import oracle_differences as differences
-from tests.e2e import summary
+from tests.e2e import oracle_run, summary
 from tests.e2e.builder_cases import build_cases, python_build
 
-REPO = differences.REPO
 TABLES = os.path.join(os.path.dirname(__file__), "builder_tables.yaml")
 FIXED_SEED = 20371
 ROTATING_SEED = int(os.environ.get("WW_ORACLE_SEED") or datetime.date.today().strftime("%Y%m%d"))
@@ -50,15 +48,6 @@ def _tables() -> list[dict]:
     return out
 
 
-def _oracle_binary() -> str:
-    path = subprocess.run([os.path.join(REPO, "hack", "build-oracle.sh"), "--path"], capture_output=True, text=True,
-                          check=True).stdout.strip()
-    if not os.access(path, os.X_OK):
-        pytest.fail(f"the oracle {path} is missing: hack/build-oracle.sh builds it (scripts/test.sh does, in its "
-                    "setup)", pytrace=False)
-    return path
-
-
 def _comparable(answer: dict) -> dict:
     """An answer with its objects as canonical JSON (Go's encoder and Python's agree on values, not bytes)."""
     out = {"workloadName": answer.get("workloadName"), "buildError": answer.get("buildError") or None,
@@ -79,11 +68,7 @@ def built():
     for i, c in enumerate(cases):
         c["id"] = i
     wire = [{k: v for k, v in c.items() if k not in ("source", "expect")} for c in cases]
-    proc = subprocess.run([_oracle_binary()], input="".join(json.dumps(c) + "\n" for c in wire),
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"the oracle failed: {proc.stderr[-2000:]}"
-    answers = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines())}
-    assert len(answers) == len(cases), f"the oracle answered {len(answers)} of {len(cases)} cases"
+    answers = oracle_run.ask(wire)
     out = [(c, answers[c["id"]], python_build(c)) for c in cases]
     same = sum(1 for _, go, py in out if not go.get("failure") and _comparable(go) == _comparable(py))
     objects = sum(1 + len(go.get("podGroups") or []) + len(go.get("composites") or []) for _, go, _ in out

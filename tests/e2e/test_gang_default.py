@@ -22,11 +22,9 @@ import pytest
 import yaml
 
 from tests.e2e import summary
-from tests.e2e.controllers import ControllerManagerError
-from tests.e2e.controlplane import ControlPlaneError
 from tests.e2e.rest import Api
 from tests.e2e.scheduler import SCENARIO_LABEL, Placement, make_nodes
-from tests.e2e.whole_job import CONTROL_NS, SCHED, SETTLE, UNBOUND_WINDOW, Scenario, Stack, _unavailable, wait_for
+from tests.e2e.whole_job import CONTROL_NS, SCHED, SETTLE, UNBOUND_WINDOW, Scenario, Stack, started, wait_for
 from tests.server.harness import Server
 from webhook import config as config_mod
 from webhook.registration import Endpoint, configurations
@@ -62,15 +60,7 @@ class GangStack(Stack):
 
 @pytest.fixture(scope="module")
 def stack(bin_dir, tmp_path_factory):
-    s = GangStack(bin_dir, tmp_path_factory.mktemp("gang-default"))
-    try:
-        s.start()
-    except (ControlPlaneError, ControllerManagerError, RuntimeError) as exc:
-        s.stop()
-        _unavailable(str(exc))
-    except BaseException:
-        s.stop()
-        raise
+    s = started(GangStack(bin_dir, tmp_path_factory.mktemp("gang-default")))
     yield s
     s.stop()
 

@@ -29,13 +29,12 @@ import pytest
 import yaml
 
 from tests.e2e import oracle_differences as differences
-from tests.e2e import summary
+from tests.e2e import oracle_run, summary
 from tests.e2e.oracle_cases import EMBEDDINGS, generate
 from tests.e2e.oracle_differences import Case, Error
 from webhook import engine
 from webhook.config import from_dict
 
-REPO = differences.REPO
 TABLES = os.path.join(os.path.dirname(__file__), "oracle_tables.yaml")
 FIXED_SEED = 20370
 ROTATING_SEED = int(os.environ.get("WW_ORACLE_SEED") or datetime.date.today().strftime("%Y%m%d"))
@@ -82,15 +81,6 @@ def all_cases() -> list[dict]:
     return cases
 
 
-def _oracle_binary() -> str:
-    path = subprocess.run([os.path.join(REPO, "hack", "build-oracle.sh"), "--path"], capture_output=True, text=True,
-                          check=True).stdout.strip()
-    if not os.access(path, os.X_OK):
-        pytest.fail(f"the oracle {path} is missing: hack/build-oracle.sh builds it (scripts/test.sh does, in its "
-                    "setup)", pytrace=False)
-    return path
-
-
 def _request(embedding: str, obj: dict, old: dict | None) -> engine.Request:
     group, kind = ("batch", "Job") if embedding == BATCH_JOB else (GROUP, KINDS[embedding])
 
@@ -127,11 +117,7 @@ def prune(obj: dict, paths: list[str]) -> dict:
 def judged():
     """Every case, judged by the oracle (one process) and by the engine, with its explanation."""
     cases = all_cases()
-    proc = subprocess.run([_oracle_binary()], input="".join(json.dumps(c) + "\n" for c in cases),
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"the oracle failed: {proc.stderr[-2000:]}"
-    answers = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines())}
-    assert len(answers) == len(cases), f"the oracle answered {len(answers)} of {len(cases)} cases"
+    answers = oracle_run.ask(cases)
     declared = differences.load()
     out = []
     for c in cases:
@@ -237,7 +223,7 @@ EXAMPLES = [
 
 def test_the_oracle_answers_the_five_examples_as_upstream_does():
     cases = [{"id": i, "embedding": e, "object": o, "oldObject": old} for i, (e, o, old, _) in enumerate(EXAMPLES)]
-    proc = subprocess.run([_oracle_binary()], input="".join(json.dumps(c) + "\n" for c in cases),
+    proc = subprocess.run([oracle_run.binary()], input="".join(json.dumps(c) + "\n" for c in cases),
                           capture_output=True, text=True, timeout=60, check=True)
     answers = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [{(e["type"], e["field"]) for e in a["errors"]} for a in answers] == [x[3] for x in EXAMPLES]

@@ -131,9 +131,8 @@ def wait_for(check, timeout: float, what: str, diagnose=lambda: "") -> None:
                          + (f" (last error: {last})" if last else "") + f"\n{diagnose()}")
 
 
-@pytest.fixture(scope="module")
-def stack(bin_dir, tmp_path_factory):
-    s = Stack(bin_dir, tmp_path_factory.mktemp("whole-job"))
+def started(s: "Stack") -> "Stack":
+    """`s` started for a module's fixture; what fails to start is stopped and said as unavailable."""
     try:
         s.start()
     except (ControlPlaneError, ControllerManagerError, RuntimeError) as exc:
@@ -142,6 +141,12 @@ def stack(bin_dir, tmp_path_factory):
     except BaseException:
         s.stop()
         raise
+    return s
+
+
+@pytest.fixture(scope="module")
+def stack(bin_dir, tmp_path_factory):
+    s = started(Stack(bin_dir, tmp_path_factory.mktemp("whole-job")))
     yield s
     s.api.call("DELETE", f"{RESOURCE}/deviceclasses/{DEVICE_CLASS}")
     s.stop()
