@@ -262,15 +262,15 @@ class CertSync:
 
     def _write_files(self, m: Material) -> None:
         os.makedirs(os.path.dirname(self.paths.cert) or ".", exist_ok=True)
-        for path, data, mode in ((self.paths.ca_cert, m.bundle, 0o644), (self.paths.key, m.tls_key, 0o600),
+        for file, data, mode in ((self.paths.ca_cert, m.bundle, 0o644), (self.paths.key, m.tls_key, 0o600),
                                  (self.paths.cert, m.tls_cert, 0o644)):
             try:
-                with open(path, "rb") as f:
+                with open(file, "rb") as f:
                     if f.read() == data:
                         continue
             except OSError:
                 pass
-            certs.write_atomic(path, data, mode)   # key first: the reloader pairs them by content
+            certs.write_atomic(file, data, mode)   # key first: the reloader pairs them by content
 
     @staticmethod
     def _carries(conf: dict, bundle: bytes) -> bool:

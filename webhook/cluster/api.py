@@ -51,7 +51,7 @@ PAGE = 500
 # The field managers the service writes as (the `fieldManager` of its writes: managedFields).
 BRIDGE = "workload-webhook-bridge"              # webhook/bridge/: the mirrors, their status, its Lease, its Events
 REGISTRAR = "workload-webhook-registrar"        # webhook/cluster/registrar.py: the webhook configurations
-CERTIFICATES = "workload-webhook-certificates"  # webhook/certificates/secret.py: its Secret, the caBundles, the CA ConfigMap
+CERTIFICATES = "workload-webhook-certificates"  # webhook/certificates/secret.py: its Secret, caBundles, CA ConfigMap
 WRITES = ("POST", "PUT", "PATCH")
 
 
