@@ -71,7 +71,7 @@ def test_serve_registers_itself_once_ready_and_never_over_a_newer_revision(clust
         for kind in ("validatingwebhookconfiguration", "mutatingwebhookconfiguration"):
             obj = _wait(lambda: _registered(kubectl, kind), 30, f"no {kind} registered", first.log)
             assert obj["metadata"]["annotations"][ANNOTATION_REVISION] == "2"
-            # written as the registrar (the typed client's field_manager), not as `OpenAPI-Generator`
+            # written as the registrar (the layer names its fieldManager), not as `OpenAPI-Generator`
             managed = json.loads(kubectl("get", kind, NAME, "-o", "json", "--show-managed-fields").stdout)
             assert {m["manager"] for m in managed["metadata"]["managedFields"]} == {REGISTRAR}, managed["metadata"]
             assert [(r["kind"], r["name"], r["uid"]) for r in obj["metadata"]["ownerReferences"]] == \

@@ -10,7 +10,9 @@ period later, and the old CA leaves the bundle one grace period after that,
 so the API server trusts the served certificate at every moment.
 
 `plan` is a pure function of the stored state and the time (unit-tested);
-`CertSync` does the I/O against the API server (proven in e2e)."""
+`CertSync` does the I/O through webhook/cluster/api.py, on the objects as the
+API server sends them (camelCase dicts), writing as CERTIFICATES (its requests:
+tests/unit/test_certsync_requests.py; proven in e2e)."""
 from __future__ import annotations
 
 import base64
@@ -25,6 +27,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from webhook.certificates import files as certs
+from webhook.cluster.api import CERTIFICATES, JSON_PATCH, MERGE_PATCH, Api, path
+from webhook.cluster.webhook_configurations import KINDS, PLURALS
 
 log = logging.getLogger("workload_webhook.certsync")
 
@@ -173,68 +177,71 @@ class CertSync:
 
     def __init__(self, api_client, namespace: str, secret: str, webhook_config: str, cert_dir: str,
                  policy: Policy = Policy(), ca_configmap: str | None = None):
-        from kubernetes import client
-        self.core = client.CoreV1Api(api_client)
-        self.admission = client.AdmissionregistrationV1Api(api_client)
+        self.api = Api.of(api_client, field_manager=CERTIFICATES)
         self.namespace, self.secret, self.webhook_config = namespace, secret, webhook_config
         self.paths = certs.Paths.in_dir(cert_dir)
         self.heartbeat = os.path.join(cert_dir, HEARTBEAT)
         self.policy = policy
         self.ca_configmap = ca_configmap
 
-    def _read(self):
+    def _get(self, at: str) -> dict | None:
+        """The object at `at`; None when there is none (404)."""
         from kubernetes.client.rest import ApiException
         try:
-            return self.core.read_namespaced_secret(self.secret, self.namespace, _request_timeout=TIMEOUT)
+            return self.api.expect("GET", at, timeout=TIMEOUT)
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
 
-    def _webhooks(self) -> list:
-        """(configuration, patch function) for each of the two that exist."""
-        from kubernetes.client.rest import ApiException
+    def _secret_path(self, name: str | None = None) -> str:
+        return path("", "v1", "secrets", self.namespace, name)
+
+    def _read(self) -> dict | None:
+        return self._get(self._secret_path(self.secret))
+
+    def _webhooks(self) -> list[tuple[dict, str]]:
+        """(configuration, its path) for each of the two that exist (one not installed yet:
+        nothing to patch)."""
         out = []
-        for read, patch in ((self.admission.read_validating_webhook_configuration,
-                             self.admission.patch_validating_webhook_configuration),
-                            (self.admission.read_mutating_webhook_configuration,
-                             self.admission.patch_mutating_webhook_configuration)):
-            try:
-                out.append((read(self.webhook_config, _request_timeout=TIMEOUT), patch))
-            except ApiException as exc:
-                if exc.status != 404:           # not installed (yet): nothing to patch
-                    raise
+        for kind in KINDS:
+            at = path("admissionregistration.k8s.io", "v1", PLURALS[kind], name=self.webhook_config)
+            if (conf := self._get(at)) is not None:
+                out.append((conf, at))
         return out
 
     def step(self, now: dt.datetime | None = None) -> str | None:
         """One reconcile; returns what changed in the Secret, if anything. Replicas
         race through resourceVersion: a loser re-reads and adopts the winner's result."""
-        from kubernetes import client
         from kubernetes.client.rest import ApiException
         now = now or dt.datetime.now(dt.timezone.utc)
         for _ in range(5):
             secret, changed = self._read(), None
             hooks = self._webhooks()
-            trusted = b"".join(base64.b64decode(h.client_config.ca_bundle or "")
-                               for conf, _ in hooks for h in (conf.webhooks or [])[:1])
+            trusted = b"".join(base64.b64decode(_bundle_of(h) or "")
+                               for conf, _ in hooks for h in (conf.get("webhooks") or [])[:1])
             if secret is None:
                 m, changed = fresh(self.policy, trusted, now), "created"
-                body = client.V1Secret(metadata=client.V1ObjectMeta(
-                    name=self.secret, namespace=self.namespace, annotations=m.annotations() or None,
-                    labels={"app.kubernetes.io/name": "workload-webhook"}), type="Opaque", data=m.secret_data())
-                write = lambda: self.core.create_namespaced_secret(self.namespace, body, _request_timeout=TIMEOUT)  # noqa: E731
+                meta = {"name": self.secret, "namespace": self.namespace,
+                        "labels": {"app.kubernetes.io/name": "workload-webhook"}}
+                if annotations := m.annotations():
+                    meta["annotations"] = annotations
+                body = {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": "Opaque",
+                        "data": m.secret_data()}
+                write = lambda: self.api.expect("POST", self._secret_path(), body, timeout=TIMEOUT)  # noqa: E731
             else:
-                m = Material.from_secret(secret.data or {}, secret.metadata.annotations)
+                meta = secret.setdefault("metadata", {})
+                m = Material.from_secret(secret.get("data") or {}, meta.get("annotations"))
                 if m is None:                   # empty (made by the chart) or unusable: start afresh
                     m, changed = fresh(self.policy, trusted, now), "issued new certificates"
                 else:
                     published = bool(hooks) and all(self._carries(conf, m.bundle) for conf, _ in hooks)
                     if (step := plan(m, self.policy, now, published)) is not None:
                         m, changed = step
-                secret.data = m.secret_data()
-                secret.metadata.annotations = m.annotations(secret.metadata.annotations)
-                write = lambda: self.core.replace_namespaced_secret(  # noqa: E731
-                    self.secret, self.namespace, secret, _request_timeout=TIMEOUT)
+                secret["data"] = m.secret_data()
+                meta["annotations"] = m.annotations(meta.get("annotations"))
+                write = lambda: self.api.expect("PUT", self._secret_path(self.secret), secret,  # noqa: E731
+                                                timeout=TIMEOUT)
             if changed:
                 try:
                     write()                     # guarded by resourceVersion (replace) or existence (create)
@@ -247,54 +254,50 @@ class CertSync:
                     raise
                 log.info("certificates: %s", changed)
             self._write_files(m)
-            for conf, patch in hooks:
-                self._publish(conf, patch, m.bundle)
+            for conf, at in hooks:
+                self._publish(conf, at, m.bundle)
             self._publish_ca_configmap(m.bundle)
             return changed
         raise RuntimeError(f"Secret {self.namespace}/{self.secret} kept changing under us")
 
     def _write_files(self, m: Material) -> None:
         os.makedirs(os.path.dirname(self.paths.cert) or ".", exist_ok=True)
-        for path, data, mode in ((self.paths.ca_cert, m.bundle, 0o644), (self.paths.key, m.tls_key, 0o600),
+        for file, data, mode in ((self.paths.ca_cert, m.bundle, 0o644), (self.paths.key, m.tls_key, 0o600),
                                  (self.paths.cert, m.tls_cert, 0o644)):
             try:
-                with open(path, "rb") as f:
+                with open(file, "rb") as f:
                     if f.read() == data:
                         continue
             except OSError:
                 pass
-            certs.write_atomic(path, data, mode)   # key first: the reloader pairs them by content
+            certs.write_atomic(file, data, mode)   # key first: the reloader pairs them by content
 
     @staticmethod
-    def _carries(conf, bundle: bytes) -> bool:
+    def _carries(conf: dict, bundle: bytes) -> bool:
         encoded = base64.b64encode(bundle).decode()
-        return all((h.client_config.ca_bundle or "") == encoded for h in conf.webhooks or [])
+        return all((_bundle_of(h) or "") == encoded for h in conf.get("webhooks") or [])
 
-    def _publish(self, conf, patch, bundle: bytes) -> None:
+    def _publish(self, conf: dict, at: str, bundle: bytes) -> None:
         """Make every webhook of the configuration carry `bundle`; the patch applies
         only to the version read (a concurrent change makes it fail, not misapply)."""
         if self._carries(conf, bundle):
             return
         encoded = base64.b64encode(bundle).decode()
-        ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": conf.metadata.resource_version}]
+        version = (conf.get("metadata") or {}).get("resourceVersion")
+        ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}]
         ops += [{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": encoded}
-                for i in range(len(conf.webhooks or []))]
-        patch(self.webhook_config, ops, _request_timeout=TIMEOUT)
+                for i in range(len(conf.get("webhooks") or []))]
+        self.api.expect("PATCH", at, ops, content_type=JSON_PATCH, timeout=TIMEOUT)
 
     def _publish_ca_configmap(self, bundle: bytes) -> None:
         """The CA bundle alone, for scrapers (the chart creates the ConfigMap; absent: nothing to do)."""
         if not self.ca_configmap:
             return
-        from kubernetes.client.rest import ApiException
-        try:
-            cm = self.core.read_namespaced_config_map(self.ca_configmap, self.namespace, _request_timeout=TIMEOUT)
-        except ApiException as exc:
-            if exc.status == 404:
-                return
-            raise
-        if (cm.data or {}).get("ca.crt") != bundle.decode():
-            self.core.patch_namespaced_config_map(self.ca_configmap, self.namespace, {"data": {"ca.crt": bundle.decode()}},
-                                                  _request_timeout=TIMEOUT)
+        at = path("", "v1", "configmaps", self.namespace, self.ca_configmap)
+        cm = self._get(at)
+        if cm is not None and (cm.get("data") or {}).get("ca.crt") != bundle.decode():
+            self.api.expect("PATCH", at, {"data": {"ca.crt": bundle.decode()}}, content_type=MERGE_PATCH,
+                            timeout=TIMEOUT)
 
     def run(self, interval: float, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -308,6 +311,10 @@ class CertSync:
             except OSError:
                 pass
             stop.wait(interval)
+
+
+def _bundle_of(hook: dict) -> str | None:
+    return (hook.get("clientConfig") or {}).get("caBundle")
 
 
 def stalled(cert_dir: str, interval: float) -> bool:

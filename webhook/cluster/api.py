@@ -19,8 +19,8 @@ kube-apiserver goes through an `Api` built on a `Transport`:
   decoded dicts; 410 Gone (the status, or an ERROR event) raises ApiException(410).
 - A write (POST, PUT, PATCH) names the layer's field manager, when it has one
   (`Api.of(client, field_manager=...)`): `managedFields` and `explain` then say
-  which part of the service wrote a field (BRIDGE, REGISTRAR), not the client
-  library's default (`OpenAPI-Generator`).
+  which part of the service wrote a field (BRIDGE, REGISTRAR, CERTIFICATES), not
+  the client library's default (`OpenAPI-Generator`).
 - webhook/cluster/watch.py: `ListWatch`, the one list-and-watch loop (410
   relists, bookmarks, backoff) into a pluggable store;
   webhook/cluster/events.py: the one Event writer (events.k8s.io/v1).
@@ -42,6 +42,8 @@ from webhook import collector
 from webhook.view import ClusterUnavailable
 
 JSON = "application/json"
+JSON_PATCH = "application/json-patch+json"     # a list of operations (RFC 6902)
+MERGE_PATCH = "application/merge-patch+json"   # an object merged in (RFC 7386)
 TIMEOUT = (5, 30)           # connect, read: one request
 LIST_TIMEOUT = (5, 60)      # per page
 LIST_DEADLINE = 900.0       # seconds for a whole LIST, pages included
@@ -49,6 +51,7 @@ PAGE = 500
 # The field managers the service writes as (the `fieldManager` of its writes: managedFields).
 BRIDGE = "workload-webhook-bridge"              # webhook/bridge/: the mirrors, their status, its Lease, its Events
 REGISTRAR = "workload-webhook-registrar"        # webhook/cluster/registrar.py: the webhook configurations
+CERTIFICATES = "workload-webhook-certificates"  # webhook/certificates/secret.py: its Secret, caBundles, CA ConfigMap
 WRITES = ("POST", "PUT", "PATCH")
 
 

@@ -27,7 +27,9 @@ Pods never become Ready leaves admission exactly as it was.
   Pod whose revision is registered stays ready: a target CRD deleted later then
   matches nothing harmlessly, and refusing to serve would refuse every object.
 
-`prepare` is pure (unit-tested); `Registrar` does the I/O (proven on a real node)."""
+`prepare` is pure (unit-tested); `Registrar` does the I/O through webhook/cluster/api.py,
+on the objects as the API server sends them (camelCase dicts), writing as REGISTRAR
+(its requests: tests/unit/test_registrar_requests.py; proven on a real node)."""
 from __future__ import annotations
 
 import base64
@@ -42,8 +44,8 @@ from typing import NamedTuple
 
 import yaml
 
-from webhook.cluster.api import REGISTRAR
-from webhook.cluster.webhook_configurations import KINDS, VALIDATING, ready_endpoints
+from webhook.cluster.api import REGISTRAR, Api, path
+from webhook.cluster.webhook_configurations import KINDS, PLURALS, ready_endpoints
 
 log = logging.getLogger("workload_webhook.registrar")
 
@@ -51,6 +53,8 @@ ANNOTATION_REVISION = "workload-webhook.k8s.io/revision"            # the releas
 ANNOTATION_ROLLOUT = "workload-webhook.k8s.io/rollout-revision"     # the Deployment's rollout revision
 RS_REVISION = "deployment.kubernetes.io/revision"
 TIMEOUT = (5, 15)
+SLICES_DEADLINE = 60.0      # seconds for the whole EndpointSlice LIST: a step that long fails and is tried again
+ADMISSION = "admissionregistration.k8s.io"
 
 
 class RegistrationError(ValueError):
@@ -190,7 +194,7 @@ class Registrar:
     def __init__(self, api_client, manifests: list[dict], release: int, owner: str, service: str | None,
                  pod_ip: str | None, local_readyz: str, ca_file: str, targets: tuple = (),
                  pod: tuple[str, str] | None = None):
-        self.api = api_client
+        self.api = Api.of(api_client, field_manager=REGISTRAR)
         self.manifests, self.owner_name = manifests, owner
         self.revision = Revision(release)       # the rollout revision is read at each step
         self.pod, self._replicaset = pod, None  # (namespace, name) of this Pod; its ReplicaSet, once found
@@ -228,40 +232,41 @@ class Registrar:
         when there is none to read (no Deployment, no right to read it: the release decides)."""
         if self.pod is None:
             return None
-        from kubernetes import client
         from kubernetes.client.rest import ApiException
         namespace, name = self.pod
-        apps, core = client.AppsV1Api(self.api), client.CoreV1Api(self.api)
         try:
             if self._replicaset is None:
-                pod = core.read_namespaced_pod(name, namespace, _request_timeout=TIMEOUT)
-                self._replicaset = next((r.name for r in pod.metadata.owner_references or []
-                                         if r.controller and r.kind == "ReplicaSet"), "")
+                pod = self.api.expect("GET", path("", "v1", "pods", namespace, name), timeout=TIMEOUT)
+                self._replicaset = next((r.get("name") or "" for r in _meta(pod).get("ownerReferences") or []
+                                         if r.get("controller") and r.get("kind") == "ReplicaSet"), "")
             if not self._replicaset:
                 return None
-            rs = apps.read_namespaced_replica_set(self._replicaset, namespace, _request_timeout=TIMEOUT)
+            rs = self.api.expect("GET", path("apps", "v1", "replicasets", namespace, self._replicaset),
+                                 timeout=TIMEOUT)
         except ApiException as exc:
             if exc.status in (403, 404):
                 return None
             raise
-        return _int((rs.metadata.annotations or {}).get(RS_REVISION))
+        return _int((_meta(rs).get("annotations") or {}).get(RS_REVISION))
+
+    def _read(self, doc: dict) -> dict | None:
+        """The registered configuration of `doc`'s kind and name; None when there is none (404)."""
+        from kubernetes.client.rest import ApiException
+        try:
+            return self.api.expect("GET", _config_path(doc, doc["metadata"]["name"]), timeout=TIMEOUT)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            return None
 
     def _registered_revisions(self) -> list[Revision] | None:
         """The revisions of the registered configurations; None when one is missing."""
-        from kubernetes import client
-        from kubernetes.client.rest import ApiException
-        adm = client.AdmissionregistrationV1Api(self.api)
         revisions = []
         for doc in self.manifests:
-            read = adm.read_validating_webhook_configuration if doc["kind"] == VALIDATING \
-                else adm.read_mutating_webhook_configuration
-            try:
-                revisions.append(revision_of(self.api.sanitize_for_serialization(
-                    read(doc["metadata"]["name"], _request_timeout=TIMEOUT))))
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
+            existing = self._read(doc)
+            if existing is None:
                 return None
+            revisions.append(revision_of(existing))
         return revisions
 
     def _ready_here(self) -> bool:
@@ -276,22 +281,24 @@ class Registrar:
     def _ready_in_service(self) -> bool:
         if not self.service:
             return True
-        from kubernetes import client
         namespace, _, name = self.service.partition("/")
-        slices = client.DiscoveryV1Api(self.api).list_namespaced_endpoint_slice(
-            namespace, label_selector=f"kubernetes.io/service-name={name}", _request_timeout=TIMEOUT)
-        return endpoint_ready(self.api.sanitize_for_serialization(slices).get("items") or [], self.pod_ip)
+        slices = []
+        for page in self.api.pages(path("discovery.k8s.io", "v1", "endpointslices", namespace),
+                                   {"labelSelector": f"kubernetes.io/service-name={name}"},
+                                   timeout=TIMEOUT, deadline=SLICES_DEADLINE):
+            slices += page.get("items") or []
+        return endpoint_ready(slices, self.pod_ip)
 
     def _owner(self) -> dict | None:
-        from kubernetes import client
         from kubernetes.client.rest import ApiException
         try:
-            role = client.RbacAuthorizationV1Api(self.api).read_cluster_role(self.owner_name, _request_timeout=TIMEOUT)
+            role = self.api.expect("GET", path("rbac.authorization.k8s.io", "v1", "clusterroles", name=self.owner_name),
+                                   timeout=TIMEOUT)
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
-        return {"name": self.owner_name, "uid": role.metadata.uid}
+        return {"name": self.owner_name, "uid": _meta(role).get("uid")}
 
     def step(self) -> "Step":
         """One attempt; returns what happened (for the log and the tests), as a value."""
@@ -328,29 +335,18 @@ class Registrar:
         return Step(f"registered {', '.join(written)} (revision {self.revision})" if written else "up to date")
 
     def _write(self, doc: dict, owner: dict, ca_bundle: bytes | None) -> bool:
-        from kubernetes import client
         from kubernetes.client.rest import ApiException
-        adm = client.AdmissionregistrationV1Api(self.api)
-        validating = doc["kind"] == VALIDATING
-        read = adm.read_validating_webhook_configuration if validating else adm.read_mutating_webhook_configuration
-        create = adm.create_validating_webhook_configuration if validating else adm.create_mutating_webhook_configuration
-        replace = adm.replace_validating_webhook_configuration if validating else adm.replace_mutating_webhook_configuration
         name = doc["metadata"]["name"]
         for _ in range(5):
-            try:
-                existing = self.api.sanitize_for_serialization(read(name, _request_timeout=TIMEOUT))
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-                existing = None
+            existing = self._read(doc)
             body = prepare(doc, existing, self.revision, owner, ca_bundle)
             if body is None:
                 return False
-            try:
+            try:                            # the layer names fieldManager=REGISTRAR on both
                 if existing is None:
-                    create(body, field_manager=REGISTRAR, _request_timeout=TIMEOUT)
+                    self.api.expect("POST", _config_path(doc), body, timeout=TIMEOUT)
                 else:
-                    replace(name, body, field_manager=REGISTRAR, _request_timeout=TIMEOUT)
+                    self.api.expect("PUT", _config_path(doc, name), body, timeout=TIMEOUT)
                 return True
             except ApiException as exc:
                 if exc.status != 409:       # a concurrent writer (another replica): read again
@@ -372,6 +368,15 @@ class Registrar:
                 (log.warning if said.failed or said.unserved else log.info)("webhook registration: %s", said.text)
                 last = said
             stop.wait(interval if self.registered else unserved_interval if said.unserved else wait_interval)
+
+
+def _meta(obj: dict) -> dict:
+    return obj.get("metadata") or {}
+
+
+def _config_path(doc: dict, name: str | None = None) -> str:
+    """Where `doc`'s kind of webhook configuration lives (cluster-scoped)."""
+    return path(ADMISSION, "v1", PLURALS[doc["kind"]], name=name)
 
 
 def from_flags(api_client, manifests_path: str, owner: str, service: str | None, port: int, bind: str,
