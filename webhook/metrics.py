@@ -26,8 +26,8 @@ LATENCY = Histogram("workload_webhook_request_duration_seconds",
                     ["endpoint", "outcome"],
                     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
 IN_FLIGHT = Gauge("workload_webhook_requests_in_flight",
-                  "Admission requests read and not yet answered (judged in an event loop, or waiting for a lookup pool)",
-                  ["endpoint"], multiprocess_mode="livesum")
+                  "Admission requests read and not answered within the event loop's turn: waiting for, or judged "
+                  "in, a lookup pool", ["endpoint"], multiprocess_mode="livesum")
 VIOLATIONS = Counter("workload_webhook_violations_total",
                      "Requests with a violation of the rule (docs/rules.md id; none: an error naming no rule), "
                      "by the action enforced: deny, warn or audit", ["rule", "kind", "operation", "action"])

@@ -33,7 +33,7 @@ class BadReview(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)       # not frozen, as engine.Request: made once per request, never changed
 class Review:
     uid: str
     request: Request

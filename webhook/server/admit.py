@@ -54,7 +54,7 @@ class Later:
                 return None
             return self.admission._judged(self.route, self.parsed, self.started, may_wait=True)
         finally:
-            self.admission.metrics.in_flight[self.route[0]].dec()     # in flight from `answer` on
+            self.admission.metrics.in_flight[self.route[0]].dec()     # in flight since `answer` said Later
 
 
 class Admission:
@@ -79,27 +79,22 @@ class Admission:
     def answer(self, route: Route, raw: bytes, content_type: str | None) -> Answer | Later:
         """The answer, judged at once without waiting for the API server; or Later,
         when the judgment must wait for it. `raw` is the whole body, within the limit
-        (the HTTP layer refuses the rest: webhook/server/reader.py). In flight until
-        answered, Later's wait for the pool included."""
+        (the HTTP layer refuses the rest: webhook/server/reader.py). A Later is in flight
+        until the pool has answered it, its wait for the pool included."""
         started = time.perf_counter()
-        in_flight = self.metrics.in_flight[route[0]]
-        in_flight.inc()
         try:
             parsed = review.parse(raw, content_type)
         except review.BadReview as exc:
-            in_flight.dec()
             metrics.REJECTED_INPUT.labels("malformed").inc()
             self.metrics.observe(route[0], "refused", time.perf_counter() - started)
             log.info("refused: %s", exc.reason, extra={"endpoint": route[0], "status": exc.status})
             return exc.status, response.error(exc.reason), False
-        try:
-            judged = self._judged(route, parsed, started, may_wait=False)
-        except BaseException:
-            in_flight.dec()
-            raise
+        judged = self._judged(route, parsed, started, may_wait=False)
         if judged is None:
+            # In flight from here until Later.run has answered (a judgment in the loop is answered
+            # within its turn: counting it would write the gauge twice per Pod for a value no scrape sees).
+            self.metrics.in_flight[route[0]].inc()
             return Later(self, route, parsed, started)
-        in_flight.dec()
         return judged
 
     def _judged(self, route: Route, parsed: review.Review, started: float, may_wait: bool) -> Answer | None:
