@@ -13,7 +13,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from tests.server.harness import admission_request
-from tests.unit.connection_mock import Shared, post, refusing_cache, waiting_review
+from tests.unit.connection_mock import Shared, post, refusing_cache, review_body, waiting_review
 from tests.unit.helpers import pod, podgroup
 from webhook import config
 from webhook.cluster import cache as cache_module
@@ -138,7 +138,7 @@ def _in_flight(endpoint: str = "validate") -> float:
 
 def test_a_review_is_in_flight_from_its_arrival_until_answered_its_wait_for_the_pool_included():
     """Issue 30: workload_webhook_requests_in_flight. Judged at once: back to what it was; handed
-    to the pool: counted until the pool has judged it, or found its client gone."""
+    to the pool: counted from then until the pool has judged it, or found its client gone."""
     shared = Shared(view=refusing_cache())
     conn, transport = shared.connect()
     idle = _in_flight()
@@ -154,3 +154,22 @@ def test_a_review_is_in_flight_from_its_arrival_until_answered_its_wait_for_the_
     conn, _ = shared.connect()
     conn.data_received(post(b"{not json"))                   # refused at once
     assert _in_flight() == idle
+
+
+def test_a_review_judged_in_the_loop_never_writes_the_in_flight_gauge(monkeypatch):
+    """Issue 36: answered in the turn that read it, it is in flight for no scrape; each of the two
+    multiprocess writes it made per Pod cost ~1.5 µs (bench/README.md)."""
+    shared = Shared()
+    writes = []
+    for endpoint, child in shared.admission.metrics.in_flight.items():
+        monkeypatch.setattr(child, "inc", lambda amount=1, e=endpoint: writes.append((e, amount)))
+        monkeypatch.setattr(child, "dec", lambda amount=1, e=endpoint: writes.append((e, -amount)))
+    conn, transport = shared.connect()
+    conn.data_received(post(review_body("at-once")))
+    conn.data_received(post(review_body("joins", pod({"scheduling.k8s.io/pod-group": "pg"})), "/mutate"))
+    assert transport.buffer.count(b"HTTP/1.1 200") == 2 and writes == []
+    shared.admission.state.view = refusing_cache()
+    conn.data_received(post(waiting_review("later")))
+    assert writes == [("validate", 1)]
+    shared.loop.pool.pop().run()
+    assert writes == [("validate", 1), ("validate", -1)]
