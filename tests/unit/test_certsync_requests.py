@@ -7,10 +7,7 @@ tests/e2e/test_certsync.py."""
 from __future__ import annotations
 
 import base64
-import copy
 import datetime as dt
-import json
-from typing import NamedTuple
 
 import pytest
 from kubernetes.client.rest import ApiException
@@ -18,6 +15,7 @@ from kubernetes.client.rest import ApiException
 from webhook.certificates import secret as secret_mod
 from webhook.certificates.secret import CertSync, Policy, fresh
 from webhook.cluster import api as api_mod
+from tests.unit.scripted_api import Script
 from webhook.cluster.api import CERTIFICATES, Api
 
 SECRETS = "/api/v1/namespaces/ns/secrets"
@@ -27,49 +25,6 @@ ADM = "/apis/admissionregistration.k8s.io/v1"
 VWC, MWC = f"{ADM}/validatingwebhookconfigurations/ww", f"{ADM}/mutatingwebhookconfigurations/ww"
 POLICY = Policy(ca_validity=dt.timedelta(hours=3), leaf_validity=dt.timedelta(hours=1), grace=dt.timedelta(minutes=2))
 MISSING = (404, {"kind": "Status", "code": 404})
-
-
-class Request(NamedTuple):
-    method: str
-    path: str
-    query: dict
-    headers: dict
-    body: object
-    timeout: object
-
-
-class Reply:
-    def __init__(self, status: int, body: dict | None = None):
-        self.status, self.reason, self._body = status, f"HTTP {status}", json.dumps(body or {}).encode()
-
-    def read(self) -> bytes:
-        return self._body
-
-    def chunks(self):
-        yield self._body
-
-    def close(self) -> None:
-        pass
-
-
-class Script:
-    """A Transport answering each (method, path) with its next scripted (status, body); records
-    every request. An unscripted request fails the test."""
-
-    def __init__(self, replies: dict):
-        self.replies, self.requests = {k: list(v) for k, v in replies.items()}, []
-
-    def send(self, method, path, query, headers, body, timeout):
-        self.requests.append(Request(method, path, dict(query), dict(headers), copy.deepcopy(body), timeout))
-        queue = self.replies.get((method, path))
-        assert queue, f"unscripted {method} {path}"
-        return Reply(*queue.pop(0))
-
-    def asked(self) -> list[tuple[str, str]]:
-        return [(r.method, r.path) for r in self.requests]
-
-    def writes(self) -> list[Request]:
-        return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH")]
 
 
 def make(script, tmp_path, ca_configmap=None) -> CertSync:

@@ -2,36 +2,11 @@
 the bridge's (its mirrors, their status, its Lease, its Events) and the registrar's
 (the webhook configurations), so managedFields and `explain` say who wrote a field.
 The real API server's managedFields: tests/e2e/test_field_managers.py."""
-import json
 
+from tests.unit.scripted_api import Recorder
 from webhook.bridge.lease import Lease
 from webhook.cluster import api as api_mod
 from webhook.cluster.api import BRIDGE, REGISTRAR, Api
-
-
-class Reply:
-    def __init__(self, status: int, body: dict | None = None):
-        self.status, self.reason, self._body = status, "", json.dumps(body or {}).encode()
-
-    def read(self) -> bytes:
-        return self._body
-
-    def chunks(self):
-        yield self._body
-
-    def close(self) -> None:
-        pass
-
-
-class Recorder:
-    """Records every request; answers each with the next scripted status."""
-
-    def __init__(self, *statuses: int):
-        self.statuses, self.requests = list(statuses), []
-
-    def send(self, method, path, query, headers, body, timeout):
-        self.requests.append((method, dict(query)))
-        return Reply(self.statuses.pop(0) if self.statuses else 200)
 
 
 def test_every_write_names_the_layers_field_manager_and_no_read_does():

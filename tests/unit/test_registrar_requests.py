@@ -5,14 +5,12 @@ The objects are the API server's JSON (camelCase dicts). The real API server:
 tests/e2e/test_registration.py."""
 from __future__ import annotations
 
-import copy
-import json
-from typing import NamedTuple
 
 import pytest
 from kubernetes.client.rest import ApiException
 
 from webhook.cluster import registrar
+from tests.unit.scripted_api import Script
 from webhook.cluster.api import REGISTRAR, Api
 
 ADM = "/apis/admissionregistration.k8s.io/v1"
@@ -22,46 +20,6 @@ RS = "/apis/apps/v1/namespaces/ns/replicasets/rs-1"
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/ns/endpointslices"
 ROLE = "/apis/rbac.authorization.k8s.io/v1/clusterroles/owner"
 NAME = "r-workload-webhook"
-
-
-class Request(NamedTuple):
-    method: str
-    path: str
-    query: dict
-    headers: dict
-    body: object
-    timeout: object
-
-
-class Reply:
-    def __init__(self, status: int, body: dict | None = None):
-        self.status, self.reason, self._body = status, f"HTTP {status}", json.dumps(body or {}).encode()
-
-    def read(self) -> bytes:
-        return self._body
-
-    def chunks(self):
-        yield self._body
-
-    def close(self) -> None:
-        pass
-
-
-class Script:
-    """A Transport answering each (method, path) with its next scripted (status, body); records
-    every request. An unscripted request fails the test."""
-
-    def __init__(self, replies: dict):
-        self.replies, self.requests = {k: list(v) for k, v in replies.items()}, []
-
-    def send(self, method, path, query, headers, body, timeout):
-        self.requests.append(Request(method, path, dict(query), dict(headers), copy.deepcopy(body), timeout))
-        queue = self.replies.get((method, path))
-        assert queue, f"unscripted {method} {path}"
-        return Reply(*queue.pop(0))
-
-    def asked(self) -> list[tuple[str, str]]:
-        return [(r.method, r.path) for r in self.requests]
 
 
 def manifest(kind="ValidatingWebhookConfiguration"):
