@@ -40,7 +40,7 @@ def silent_apiserver():
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, silent_apiserver):
     """One server for the module: starting against a silent API server waits out the
-    gates' read and the master's LIST (~15 s). One worker, so that the second test's
+    gates' read and the master's LIST (their connect bounds, ~10 s). One worker, so that the second test's
     requests share the worker whose lookup waits; the first test runs first and sees
     the only lookup in the metrics."""
     tmp_path = tmp_path_factory.mktemp("silent")

@@ -21,6 +21,9 @@ log = logging.getLogger("workload_webhook.gates")
 _METRIC = re.compile(r'^kubernetes_feature_enabled\{([^}]*)\}\s+([0-9.eE+-]+)\s*$')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 MAX_METRICS_BYTES = 64 << 20
+# connect, read: connecting (TLS included) is bounded as every request of the API layer
+# (cluster/api.py TIMEOUT); a silent API server held serve's start-up 10 s here before.
+TIMEOUT = (5, 10)
 
 
 def from_metrics(text: str) -> dict[str, bool]:
@@ -39,7 +42,7 @@ def from_metrics(text: str) -> dict[str, bool]:
     return gates
 
 
-def read_gates(api, timeout: float = 10) -> tuple[dict[str, bool] | None, str]:
+def read_gates(api, timeout=TIMEOUT) -> tuple[dict[str, bool] | None, str]:
     """(the API server's gates, or None when its /metrics cannot be read; why not, in one line)."""
     from webhook.cluster.api import Api
     try:
@@ -55,7 +58,7 @@ def read_gates(api, timeout: float = 10) -> tuple[dict[str, bool] | None, str]:
     return (gates, "") if gates else (None, "it reports no kubernetes_feature_enabled metric")
 
 
-def read_cluster_gates(api, timeout: float = 10) -> dict[str, bool] | None:
+def read_cluster_gates(api, timeout=TIMEOUT) -> dict[str, bool] | None:
     """The API server's gates, or None when its /metrics cannot be read."""
     return read_gates(api, timeout)[0]
 
